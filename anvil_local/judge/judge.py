@@ -1,0 +1,220 @@
+"""The judge: three primitives over a loaded model, each returning a typed result.
+
+- `choose(prompt, options)`: the probability of every option, read from the logits; the
+  verdict is the most probable option (ties: the first declared), so a trace never shows a
+  verdict its own probabilities contradict.
+- `score(prompt, lo, hi)`: the probability of every integer in [lo, hi] and the weighted score.
+- `generate(prompt, max_tokens, schema=None)`: greedy text, optionally grammar-constrained.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from anvil_local.errors import ContextOverflow, GenerationError
+from anvil_local.judge.options import argmax_first, option_probabilities
+from anvil_local.judge.prompt import Prompt
+from anvil_local.judge.results import ChoiceResult, GenerationResult, ScoreResult, Usage
+from anvil_local.judge.settings import JudgeSettings
+from anvil_local.judge.template import TemplateParts, render_parts
+
+log = logging.getLogger(__name__)
+
+
+class Runtime(Protocol):
+    """What the judge needs from a model (LlamaRuntime; a fake in unit tests)."""
+
+    n_ctx: int
+    end_ids: tuple[int, ...]
+    bos_id: int
+    add_bos: bool
+
+    @property
+    def chat_template(self) -> str | None: ...
+    def tokenize(self, text: str, special: bool) -> list[int]: ...
+    def detokenize(self, tokens: Sequence[int]) -> str: ...
+    def evaluate(self, tokens: Sequence[int]) -> tuple[np.ndarray, int, int]: ...
+    def grammars(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    path: str
+    sha256: str | None
+
+
+class Judge:
+    """A model with its chat template, a tokenization cache and token counters."""
+
+    def __init__(self, runtime: Runtime, info: ModelInfo, template: TemplateParts | None = None):
+        self.runtime = runtime
+        self.info = info
+        self.template = template or render_parts(runtime.chat_template)
+        self._head = ([runtime.bos_id] if runtime.add_bos else []) + runtime.tokenize(
+            self.template.head, special=True
+        )
+        self._tail = runtime.tokenize(self.template.tail, special=True)
+        self._block_cache: OrderedDict[str, list[int]] = OrderedDict()
+        self.usage = Usage()
+
+    # -- loading -------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, model: str | Path | None = None, settings: JudgeSettings | None = None) -> Judge:
+        """Load a catalogue model by name (pulled on first use) or a GGUF file by path."""
+        from anvil_local.judge.runtime import LlamaRuntime
+        from anvil_local.pull import resolve
+
+        name, path, sha = resolve(model)
+        runtime = LlamaRuntime(path, settings or JudgeSettings())
+        return cls(runtime, ModelInfo(name=name, path=str(path), sha256=sha))
+
+    @property
+    def model_sha256(self) -> str:
+        """The model file's sha256 (computed once for files outside the catalogue)."""
+        if self.info.sha256 is None:
+            from anvil_local.catalogue import sha256_file
+
+            self.info = ModelInfo(self.info.name, self.info.path, sha256_file(Path(self.info.path)))
+        return self.info.sha256  # type: ignore[return-value]
+
+    # -- prompt -> tokens ----------------------------------------------------------------
+
+    def _block_tokens(self, text: str) -> list[int]:
+        cached = self._block_cache.get(text)
+        if cached is None:
+            cached = self.runtime.tokenize(text, special=False)
+            self._block_cache[text] = cached
+            if len(self._block_cache) > 512:
+                self._block_cache.popitem(last=False)
+        else:
+            self._block_cache.move_to_end(text)
+        return cached
+
+    def prompt_tokens(self, prompt: Prompt) -> list[int]:
+        """Template head, each block and the question tokenized on their own, template tail."""
+        tokens = list(self._head)
+        for block in prompt.blocks:
+            tokens += self._block_tokens(block)
+        tokens += self.runtime.tokenize(prompt.question, special=False)
+        tokens += self._tail
+        return tokens
+
+    def _checked_tokens(self, prompt: Prompt, answer_budget: int) -> list[int]:
+        tokens = self.prompt_tokens(prompt)
+        if len(tokens) + answer_budget > self.runtime.n_ctx:
+            raise ContextOverflow(len(tokens) + answer_budget, self.runtime.n_ctx, prompt.case_id)
+        return tokens
+
+    def _record(self, usage: Usage) -> Usage:
+        self.usage = self.usage + usage
+        return usage
+
+    # -- primitives ----------------------------------------------------------------------
+
+    def choose(self, prompt: Prompt, options: Sequence[str]) -> ChoiceResult:
+        """Pick one of `options` (declared order kept) with the probability of each."""
+        start = time.perf_counter()
+        labels = tuple(str(o) for o in options)
+        if not labels:
+            raise ValueError("choose() needs at least one option")
+        stripped = [label.strip() for label in labels]
+        if len(set(stripped)) != len(stripped):
+            raise ValueError(f"options must be distinct: {list(labels)}")
+        sequences = [self.runtime.tokenize(s, special=False) for s in stripped]
+        tokens = self._checked_tokens(prompt, max(len(s) for s in sequences) + 1)
+        root, reused, evaluated = self.runtime.evaluate(tokens)
+        extra = 0
+
+        def logits_after(path: tuple[int, ...]) -> np.ndarray:
+            nonlocal extra
+            logits, _, n = self.runtime.evaluate(tokens + list(path))
+            extra += n
+            return logits
+
+        probs, _ = option_probabilities(sequences, root, logits_after, self.runtime.end_ids)
+        usage = self._record(Usage(len(tokens), reused, evaluated + extra, 1))
+        return ChoiceResult(
+            options=labels,
+            probabilities=tuple(probs),
+            index=argmax_first(probs),
+            usage=usage,
+            seconds=time.perf_counter() - start,
+        )
+
+    def score(self, prompt: Prompt, lo: int, hi: int) -> ScoreResult:
+        """The exact distribution over the integers lo..hi (multi-digit values included)."""
+        if lo > hi:
+            raise ValueError(f"empty score range {lo}..{hi}")
+        result = self.choose(prompt, [str(v) for v in range(lo, hi + 1)])
+        return ScoreResult(lo, hi, result.probabilities, result.usage, result.seconds)
+
+    def generate(
+        self,
+        prompt: Prompt,
+        max_tokens: int,
+        schema: dict[str, Any] | None = None,
+        regex: str | None = None,
+    ) -> GenerationResult:
+        """Greedy text of at most `max_tokens` tokens; with `schema` (JSON schema) or `regex`
+        the text is constrained by a grammar and must complete inside the budget."""
+        start = time.perf_counter()
+        tokens = self._checked_tokens(prompt, max_tokens)
+        processor = None
+        if schema is not None:
+            processor = self.runtime.grammars().json_schema(schema)
+        elif regex is not None:
+            processor = self.runtime.grammars().regex(regex)
+        if processor is not None:
+            processor.reset()
+        logits, reused, evaluated = self.runtime.evaluate(tokens)
+        sequence = list(tokens)
+        out: list[int] = []
+        finished = False
+        end_ids = set(self.runtime.end_ids)
+        while True:
+            if processor is not None:
+                logits = processor(np.asarray(sequence, dtype=np.int64), logits)
+            token = int(np.argmax(logits))
+            if token in end_ids:
+                finished = True
+                break
+            out.append(token)
+            sequence.append(token)
+            if len(out) >= max_tokens:
+                break
+            logits, _, n = self.runtime.evaluate(sequence)
+            evaluated += n
+        usage = self._record(Usage(len(tokens), reused, evaluated, 1))
+        text = self.runtime.detokenize(out)
+        if processor is not None and not finished:
+            raise GenerationError(
+                f"constrained output did not complete within {max_tokens} tokens: {text[:80]!r}..."
+            )
+        return GenerationResult(text, len(out), finished, usage, time.perf_counter() - start)
+
+
+_JUDGES: dict[tuple[str, JudgeSettings], Judge] = {}
+
+
+def get_judge(
+    model: str | Path | Judge | None = None, settings: JudgeSettings | None = None
+) -> Judge:
+    """A judge for `model`, loaded once per process and settings."""
+    if isinstance(model, Judge):
+        return model
+    key = (str(model) if model is not None else "", settings or JudgeSettings())
+    judge = _JUDGES.get(key)
+    if judge is None:
+        judge = Judge.load(model, key[1])
+        _JUDGES[key] = judge
+    return judge

@@ -1,0 +1,82 @@
+"""Typed results of the judge primitives, with the token bookkeeping of each call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens of one or more calls: the prompt's length, the part reused from the KV cache,
+    and what llama.cpp actually evaluated (prompt suffix + answer decodes)."""
+
+    prompt_tokens: int = 0
+    reused_tokens: int = 0
+    evaluated_tokens: int = 0
+    calls: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.reused_tokens + other.reused_tokens,
+            self.evaluated_tokens + other.evaluated_tokens,
+            self.calls + other.calls,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "reused_tokens": self.reused_tokens,
+            "evaluated_tokens": self.evaluated_tokens,
+            "calls": self.calls,
+        }
+
+
+@dataclass(frozen=True)
+class ChoiceResult:
+    """One option picked from a declared list, with the probability of every option."""
+
+    options: tuple[str, ...]
+    probabilities: tuple[float, ...]
+    index: int
+    usage: Usage
+    seconds: float
+
+    @property
+    def choice(self) -> str:
+        return self.options[self.index]
+
+    def distribution(self) -> dict[str, float]:
+        return dict(zip(self.options, self.probabilities, strict=True))
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """The probability of every integer in [lo, hi] and the probability-weighted score."""
+
+    lo: int
+    hi: int
+    probabilities: tuple[float, ...]
+    usage: Usage
+    seconds: float
+
+    @property
+    def weighted(self) -> float:
+        return sum((self.lo + i) * p for i, p in enumerate(self.probabilities))
+
+    @property
+    def most_likely(self) -> int:
+        best = max(range(len(self.probabilities)), key=lambda i: (self.probabilities[i], -i))
+        return self.lo + best
+
+    def distribution(self) -> dict[int, float]:
+        return {self.lo + i: p for i, p in enumerate(self.probabilities)}
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    text: str
+    tokens: int
+    finished: bool  # ended on its own (end of turn / grammar complete), not by the budget
+    usage: Usage
+    seconds: float

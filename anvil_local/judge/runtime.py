@@ -1,0 +1,135 @@
+"""The llama.cpp side of the judge: load a GGUF, tokenize, evaluate with KV-prefix reuse.
+
+`evaluate(tokens)` keeps the longest common prefix with the previous call in the KV cache and
+decodes only the rest, then returns the next-token logits read straight from llama.cpp
+(`llama_get_logits_ith`), so no `logits_all` array is needed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from anvil_local.errors import ModelError
+from anvil_local.judge.settings import JudgeSettings
+
+log = logging.getLogger(__name__)
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two token lists."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # binary search on list-slice equality (C speed) instead of a Python loop
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class LlamaRuntime:
+    """One loaded model with one KV sequence. Not thread-safe: one per process."""
+
+    def __init__(self, path: Path, settings: JudgeSettings) -> None:
+        import llama_cpp
+
+        self._llama_cpp = llama_cpp
+        threads = settings.resolved_threads()
+        try:
+            self.llama = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=settings.n_ctx,
+                n_batch=settings.n_batch,
+                n_ubatch=settings.n_batch,
+                n_threads=threads,
+                n_threads_batch=threads,
+                n_gpu_layers=settings.n_gpu_layers,
+                seed=settings.seed,
+                logits_all=False,
+                swa_full=True,  # sliding-window models: keep the full cache so rewinds are exact
+                verbose=False,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise ModelError(f"cannot load model {path}: {exc}") from exc
+        self.n_ctx = self.llama.n_ctx()
+        self.n_vocab = self.llama.n_vocab()
+        self.metadata: dict[str, str] = dict(self.llama.metadata)
+        self._vocab = llama_cpp.llama_model_get_vocab(self.llama.model)
+        self.end_ids = self._end_tokens()
+        self.bos_id = self.llama.token_bos()
+        self.add_bos = self.metadata.get("tokenizer.ggml.add_bos_token", "false") == "true"
+        self._tokens: list[int] = []
+        self._grammars = None
+
+    def _end_tokens(self) -> tuple[int, ...]:
+        lib = self._llama_cpp
+        ids = []
+        for token in (lib.llama_vocab_eos(self._vocab), lib.llama_vocab_eot(self._vocab)):
+            valid = 0 <= token < self.n_vocab and lib.llama_vocab_is_eog(self._vocab, token)
+            if valid and token not in ids:
+                ids.append(token)
+        if not ids:
+            raise ModelError("the model defines no end-of-generation token")
+        return tuple(ids)
+
+    @property
+    def chat_template(self) -> str | None:
+        return self.metadata.get("tokenizer.chat_template")
+
+    def tokenize(self, text: str, special: bool) -> list[int]:
+        """Tokens of `text`; control-token strings become control tokens only if `special`."""
+        if not text:
+            return []
+        return self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=special)
+
+    def piece(self, token: int) -> bytes:
+        """The bytes of one token (no 32-byte limit, unlike Llama.detokenize)."""
+        size = 64
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            n = self._llama_cpp.llama_token_to_piece(self._vocab, token, buf, size, 0, False)
+            if n >= 0:
+                return buf.raw[:n]
+            size = -n
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return b"".join(self.piece(t) for t in tokens).decode("utf-8", errors="replace")
+
+    def evaluate(self, tokens: Sequence[int]) -> tuple[np.ndarray, int, int]:
+        """Logits after `tokens`; returns (logits, tokens reused, tokens evaluated)."""
+        tokens = list(tokens)
+        if not tokens:
+            raise ValueError("nothing to evaluate")
+        if len(tokens) > self.n_ctx:
+            raise ModelError(f"{len(tokens)} tokens exceed the context of {self.n_ctx}")
+        # at least the last token is decoded so its logits are the current ones
+        keep = min(common_prefix(self._tokens, tokens), len(tokens) - 1)
+        llama = self.llama
+        llama.n_tokens = keep
+        self._tokens = self._tokens[:keep]
+        try:
+            llama.eval(tokens[keep:])
+        except RuntimeError as exc:
+            self._tokens = []
+            llama.n_tokens = 0
+            raise ModelError(f"llama.cpp failed to decode: {exc}") from exc
+        self._tokens = tokens
+        ptr = self._llama_cpp.llama_get_logits_ith(llama.ctx, -1)
+        logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+        return logits, keep, len(tokens) - keep
+
+    def grammars(self):
+        """The grammar factory for this model (built on first use)."""
+        if self._grammars is None:
+            from anvil_local.judge.grammar import GrammarFactory
+
+            self._grammars = GrammarFactory(self.llama)
+        return self._grammars

@@ -1,0 +1,36 @@
+"""How a model is loaded: the knobs a user may turn, with deterministic defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+
+
+def default_threads() -> int:
+    """All cores this process may use (sched affinity where the OS has it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """Load-time settings. Decoding is always greedy and the seed fixed, so results are
+    reproducible; logits were bit-identical for 1 and 2 threads on the CPU build.
+
+    n_gpu_layers offloads layers to a GPU; it needs llama-cpp-python built with CUDA:
+    `CMAKE_ARGS="-DGGML_CUDA=on" pip install --force-reinstall --no-cache-dir llama-cpp-python`.
+    """
+
+    n_ctx: int = 4096
+    threads: int | None = None  # None: all available cores
+    n_batch: int = 512
+    n_gpu_layers: int = 0
+    seed: int = 0
+
+    def resolved_threads(self) -> int:
+        return self.threads if self.threads else default_threads()
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,25 @@
+"""Metrics: G-Eval and DAG, thin shells over pure arithmetic and graph logic."""
+
+from anvil_local.metrics.base import BaseMetric, MetricResult
+from anvil_local.metrics.dag import (
+    BinaryJudgementNode,
+    DAGMetric,
+    DeepAcyclicGraph,
+    NonBinaryJudgementNode,
+    TaskNode,
+    VerdictNode,
+)
+from anvil_local.metrics.geval import GEval, Rubric
+
+__all__ = [
+    "BaseMetric",
+    "BinaryJudgementNode",
+    "DAGMetric",
+    "DeepAcyclicGraph",
+    "GEval",
+    "MetricResult",
+    "NonBinaryJudgementNode",
+    "Rubric",
+    "TaskNode",
+    "VerdictNode",
+]

@@ -1,0 +1,208 @@
+"""DAGMetric: the judge answers one small question per node; code decides the score.
+
+Every node prompt on a case starts with the same case block (the union of the fields the
+graph's nodes look at), then the task outputs visible to the node, then its question, so a
+case is prefilled once and each node costs only its short suffix.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from anvil_local.errors import MetricDefinitionError, MetricTypeError
+from anvil_local.judge.prompt import Prompt
+from anvil_local.metrics.base import BaseMetric, MetricResult, check_threshold
+from anvil_local.metrics.dag.graph import DeepAcyclicGraph
+from anvil_local.metrics.dag.nodes import JudgementNode, NonBinaryJudgementNode, TaskNode
+from anvil_local.metrics.dag.walk import Answer, Visible, WalkResult, walk
+from anvil_local.metrics.layout import case_blocks
+from anvil_local.testcase import LLMTestCase, SingleTurnParams
+
+TASK_MAX_TOKENS = 160
+REASON_MAX_TOKENS = 80
+
+
+def task_question(node: TaskNode) -> str:
+    return f"{node.instructions.strip()}\nWrite only the {node.output_label.strip()}, briefly."
+
+
+def judgement_question(node: JudgementNode) -> str:
+    if isinstance(node, NonBinaryJudgementNode):
+        options = "\n".join(f"- {o.strip()}" for o in node.options())
+        return f"{node.criteria.strip()}\nReply with exactly one of these options:\n{options}"
+    return f"{node.criteria.strip()}\nReply with Yes or No only."
+
+
+def visible_blocks(visible: Visible) -> tuple[str, ...]:
+    return tuple(f"{o.label.strip()}:\n{o.text.strip()}\n\n" for o in visible)
+
+
+class _JudgeAsker:
+    """Turns walk requests into judge calls on one case."""
+
+    def __init__(self, case: LLMTestCase, judge: Any, params: list[SingleTurnParams]):
+        self.case = case
+        self._judge = judge
+        self.blocks = case_blocks(case, params)
+
+    def _prompt(self, visible: Visible, question: str) -> Prompt:
+        return Prompt(self.blocks + visible_blocks(visible), question, self.case.label)
+
+    def task(self, node: TaskNode, visible: Visible) -> Answer:
+        question = task_question(node)
+        result = self._judge.generate(self._prompt(visible, question), TASK_MAX_TOKENS)
+        return Answer(question, result.usage, result.seconds, output=result.text.strip())
+
+    def judge(self, node: JudgementNode, visible: Visible) -> Answer:
+        question = judgement_question(node)
+        result = self._judge.choose(self._prompt(visible, question), node.options())
+        return Answer(
+            question,
+            result.usage,
+            result.seconds,
+            options=result.options,
+            probabilities=result.probabilities,
+            index=result.index,
+        )
+
+    def metric(self, metric: Any) -> MetricResult:
+        return metric.run(self.case, self._judge, include_reason=False)
+
+
+class DAGMetric(BaseMetric):
+    """DeepEval's DAGMetric, deterministic, with verdict probabilities and an expected score."""
+
+    def __init__(
+        self,
+        name: str,
+        dag: DeepAcyclicGraph,
+        threshold: float = 0.5,
+        include_reason: bool = True,
+        strict_mode: bool = False,
+        model: Any = None,
+        verbose_mode: bool = False,
+        soft: bool = False,
+        soft_floor: float = 0.01,
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise MetricDefinitionError("a metric needs a non-empty 'name'")
+        if not isinstance(dag, DeepAcyclicGraph):
+            raise MetricTypeError(f"dag must be a DeepAcyclicGraph, got {type(dag).__name__}")
+        if not dag.evaluation_params():
+            raise MetricDefinitionError(
+                "no node of the DAG names evaluation_params, so no node would see the test case"
+            )
+        if not 0 <= soft_floor < 1:
+            raise MetricDefinitionError("soft_floor must be in [0, 1)")
+        self.name = name
+        self.dag = dag
+        self.strict_mode = bool(strict_mode)
+        self.threshold = 1.0 if self.strict_mode else check_threshold(threshold)
+        self.include_reason = bool(include_reason)
+        self.model = model
+        self.verbose_mode = bool(verbose_mode)
+        self.soft = bool(soft)
+        self.soft_floor = float(soft_floor)
+
+    @property
+    def expected_score(self) -> float | None:
+        """After a soft measure: the probability-weighted score over the graph's walks."""
+        trace = self.trace or {}
+        return trace.get("expected_score")
+
+    def required_params(self) -> list[SingleTurnParams]:
+        params = list(self.dag.evaluation_params())
+        for metric in self.dag.metric_children():
+            params += [p for p in metric.required_params() if p not in params]
+        return params
+
+    def to_dict(self) -> dict[str, Any]:
+        from anvil_local.spec.dag import dag_metric_to_dict
+
+        return dag_metric_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DAGMetric:
+        from anvil_local.spec.dag import dag_metric_from_dict
+
+        return dag_metric_from_dict(data)
+
+    def run(
+        self, case: LLMTestCase, judge: Any = None, *, include_reason: bool | None = None
+    ) -> MetricResult:
+        start = time.perf_counter()
+        case.require(self.required_params(), self.name)
+        judge = self.resolve_judge(judge)
+        asker = _JudgeAsker(case, judge, self.dag.evaluation_params())
+        result = walk(self.dag, asker, soft=self.soft, floor=self.soft_floor)
+        score = result.main.score
+        if self.strict_mode:
+            score = 1.0 if score >= 1.0 else 0.0
+        trace = self._trace(result)
+        usage = result.usage
+        reason = None
+        want_reason = self.include_reason if include_reason is None else include_reason
+        if want_reason:
+            generated = judge.generate(
+                Prompt(asker.blocks, self._reason_question(result, score), case.label),
+                REASON_MAX_TOKENS,
+            )
+            reason = generated.text.strip()
+            usage = usage + generated.usage
+        return MetricResult(
+            metric=self.name,
+            score=score,
+            success=score >= self.threshold,
+            threshold=self.threshold,
+            reason=reason,
+            trace=trace,
+            usage=usage,
+            seconds=time.perf_counter() - start,
+        )
+
+    def _trace(self, result: WalkResult) -> dict[str, Any]:
+        main = result.main
+        trace: dict[str, Any] = {
+            "type": "dag",
+            "path": main.steps,
+            "leaves": [
+                {
+                    "node": leaf.node,
+                    "verdict": leaf.verdict,
+                    "score": leaf.score,
+                    **({"metric": leaf.metric} if leaf.metric else {}),
+                }
+                for leaf in main.leaves
+            ],
+            "path_probability": main.probability,
+        }
+        if len(main.leaves) > 1:
+            trace["combine"] = "min"
+        if self.soft:
+            trace["expected_score"] = result.expected_score
+            trace["explored_mass"] = result.explored_mass
+            trace["walks"] = [
+                {
+                    "verdicts": [f"{s['node']}={s['verdict']}" for s in w.steps if "verdict" in s],
+                    "probability": w.probability,
+                    "score": w.score,
+                }
+                for w in result.walks
+            ]
+        return trace
+
+    def _reason_question(self, result: WalkResult, score: float) -> str:
+        lines = []
+        for step in result.main.steps:
+            if step["type"] == "task":
+                lines.append(f"- {step['output_label']}: {step['output']}")
+            else:
+                criteria = step["question"].split("\n", 1)[0]
+                lines.append(f"- {criteria} -> {step['verdict']}")
+        path = "\n".join(lines)
+        return (
+            f"An evaluation of the test case took these steps:\n{path}\n"
+            f"The final score is {score:.2f} on a scale of 0 to 1. In one or two sentences, "
+            "give the reason for this score, referring to the steps."
+        )

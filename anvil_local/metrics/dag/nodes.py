@@ -1,0 +1,194 @@
+"""DAG node classes with DeepEval's names, keywords and validation messages.
+
+Nodes compare and hash by identity (a graph may hold two nodes with equal fields). Both
+building styles work: bottom-up (`children=[...]`, validated at once) and top-down
+(`add_node`, `add_verdict(verdict, score=... | then=...)`, validated when the graph is built).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from anvil_local.errors import MetricDefinitionError, MetricTypeError
+from anvil_local.testcase import SingleTurnParams, as_param
+
+
+def _params(values: Sequence[Any] | None) -> list[SingleTurnParams] | None:
+    if values is None:
+        return None
+    if isinstance(values, str | SingleTurnParams):
+        values = [values]
+    return [as_param(v) for v in values]
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise MetricDefinitionError(f"{what} must be a non-empty string")
+    return value
+
+
+@dataclass(eq=False)
+class VerdictNode:
+    """A branch outcome: a `score` (0-10, the metric gives score/10) or a `child` (a node or
+    a metric such as GEval), never both."""
+
+    verdict: str | bool
+    score: float | None = None
+    child: Any = None
+
+    def __post_init__(self) -> None:
+        if self.score is not None and self.child is not None:
+            raise MetricDefinitionError(
+                "A VerdictNode can have either a 'score' or a 'child', but not both."
+            )
+        if self.score is None and self.child is None:
+            raise MetricDefinitionError("A VerdictNode must have either a 'score' or a 'child'.")
+        if self.score is not None:
+            if isinstance(self.score, bool) or not isinstance(self.score, int | float):
+                raise MetricTypeError("A VerdictNode's score must be a number.")
+            if not 0 <= self.score <= 10:
+                raise MetricDefinitionError("The score must be between 0 and 10, inclusive.")
+        if self.child is not None:
+            from anvil_local.metrics.base import BaseMetric
+
+            if isinstance(self.child, VerdictNode):
+                raise MetricDefinitionError("A VerdictNode's child cannot be another VerdictNode.")
+            if not isinstance(self.child, JudgementNode | TaskNode | BaseMetric):
+                raise MetricTypeError(
+                    "A VerdictNode's child must be a node (TaskNode, BinaryJudgementNode, "
+                    "NonBinaryJudgementNode) or a metric such as GEval, "
+                    f"got {type(self.child).__name__}."
+                )
+        if not isinstance(self.verdict, str | bool):
+            raise MetricTypeError("A VerdictNode's verdict must be a string or a boolean.")
+
+
+@dataclass(eq=False)
+class TaskNode:
+    """Extracts text from the case (an LLM call); its output is shown, labelled with
+    `output_label`, to every node below it on the walk."""
+
+    instructions: str
+    output_label: str
+    children: list[Any] = field(default_factory=list)
+    evaluation_params: list[SingleTurnParams] | None = None
+    label: str | None = None
+
+    def __post_init__(self) -> None:
+        _text(self.instructions, "A TaskNode's 'instructions'")
+        _text(self.output_label, "A TaskNode's 'output_label'")
+        self.children = list(self.children)
+        self.evaluation_params = _params(self.evaluation_params)
+        if self.children:
+            self.validate()
+
+    def add_node(self, child: Any) -> Any:
+        self.children.append(child)
+        return child
+
+    def validate(self) -> None:
+        for child in self.children:
+            if isinstance(child, VerdictNode):
+                raise MetricDefinitionError(
+                    "A TaskNode must not have a VerdictNode as one of their 'children'."
+                )
+            if not isinstance(child, TaskNode | JudgementNode):
+                raise MetricTypeError("A TaskNode's children must be BaseNode instances.")
+        if not self.children:
+            raise MetricDefinitionError(
+                f"TaskNode {self.label or self.output_label!r} has no children, so its output "
+                "is never judged."
+            )
+
+
+@dataclass(eq=False)
+class JudgementNode:
+    """Shared by binary and non-binary judgement nodes: one question, verdict children."""
+
+    criteria: str
+    children: list[VerdictNode] = field(default_factory=list)
+    evaluation_params: list[SingleTurnParams] | None = None
+    label: str | None = None
+
+    def __post_init__(self) -> None:
+        _text(self.criteria, f"A {type(self).__name__}'s 'criteria'")
+        self.children = list(self.children)
+        self.evaluation_params = _params(self.evaluation_params)
+        if self.children:
+            self.validate()
+
+    def add_verdict(self, verdict: Any, *, score: float | None = None, then: Any = None):
+        node = VerdictNode(verdict=verdict, score=score, child=then)
+        self.children.append(node)
+        return node
+
+    def validate(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def options(self) -> list[str]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def verdict_for(self, option: str) -> VerdictNode:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class BinaryJudgementNode(JudgementNode):
+    """A yes/no question: exactly one True and one False VerdictNode child."""
+
+    def validate(self) -> None:
+        if len(self.children) != 2:
+            raise MetricDefinitionError("BinaryJudgementNode must have exactly 2 children.")
+        if not all(isinstance(c, VerdictNode) for c in self.children):
+            raise MetricTypeError("All children must be of type VerdictNode.")
+        if not all(isinstance(c.verdict, bool) for c in self.children):
+            raise MetricDefinitionError(
+                "All children BinaryJudgementNode must have a boolean verdict."
+            )
+        verdicts = [c.verdict for c in self.children]
+        if verdicts.count(True) != 1 or verdicts.count(False) != 1:
+            raise MetricDefinitionError(
+                "BinaryJudgementNode must have one True and one False VerdictNode child."
+            )
+
+    def options(self) -> list[str]:
+        return ["Yes", "No"]
+
+    def verdict_for(self, option: str) -> VerdictNode:
+        wanted = option == "Yes"
+        return next(c for c in self.children if c.verdict is wanted)
+
+
+class NonBinaryJudgementNode(JudgementNode):
+    """A multiple-choice question: string verdicts, kept in declared order."""
+
+    def validate(self) -> None:
+        if not self.children:
+            raise MetricDefinitionError("NonBinaryJudgementNode must have at least one child.")
+        if not all(isinstance(c, VerdictNode) for c in self.children):
+            raise MetricTypeError("All children must be of type VerdictNode.")
+        if not all(isinstance(c.verdict, str) for c in self.children):
+            raise MetricDefinitionError(
+                "The verdict attribute of all NonBinaryJudgementNode children must be a string."
+            )
+        seen: set[str] = set()
+        for child in self.children:
+            key = child.verdict.strip()  # type: ignore[union-attr]
+            if not key:
+                raise MetricDefinitionError("A NonBinaryJudgementNode verdict cannot be empty.")
+            if key in seen:
+                raise MetricDefinitionError(
+                    f"Duplicate verdict found: {child.verdict} in children of "
+                    "NonBinaryJudgementNode."
+                )
+            seen.add(key)
+
+    def options(self) -> list[str]:
+        return [c.verdict for c in self.children]  # type: ignore[misc]
+
+    def verdict_for(self, option: str) -> VerdictNode:
+        return next(c for c in self.children if c.verdict == option)
+
+
+Node = TaskNode | BinaryJudgementNode | NonBinaryJudgementNode | VerdictNode

@@ -1,0 +1,223 @@
+"""Walking a DAG (pure logic: the judge is behind the `Asker` protocol).
+
+Rules, fixed and documented:
+- Nodes run in the graph's walk order. A node runs when at least one parent activated it (a
+  TaskNode activates all its children; a judgement node only the verdict it chose; a verdict
+  its child). A node with several parents runs once, after all of them (join).
+- A TaskNode's output is visible to every node below it on the walk, labelled with its
+  output_label, in walk order.
+- When several scoring verdicts fire in one walk, the metric's score is the LOWEST of them:
+  every branch that was taken must pass (declaration order never matters).
+- Soft walks (`soft=True`) also follow every other verdict whose path probability is at least
+  `floor` and report the expected score: the sum over walks of P(walk) x score(walk),
+  renormalised over the probability mass explored (reported as `explored_mass`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from anvil_local.errors import MetricDefinitionError
+from anvil_local.judge.results import Usage
+from anvil_local.metrics.dag.graph import DeepAcyclicGraph
+from anvil_local.metrics.dag.nodes import (
+    BinaryJudgementNode,
+    JudgementNode,
+    TaskNode,
+    VerdictNode,
+)
+
+
+@dataclass(frozen=True)
+class TaskOutput:
+    label: str
+    text: str
+    rank: int  # walk-order index of the task node: fixes the display order
+
+
+Visible = tuple[TaskOutput, ...]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the judge said at one node: a task output, or a choice with probabilities."""
+
+    question: str
+    usage: Usage
+    seconds: float
+    output: str | None = None
+    options: tuple[str, ...] = ()
+    probabilities: tuple[float, ...] = ()
+    index: int = 0
+
+
+class Asker(Protocol):
+    def task(self, node: TaskNode, visible: Visible) -> Answer: ...
+    def judge(self, node: JudgementNode, visible: Visible) -> Answer: ...
+    def metric(self, metric: Any) -> Any: ...  # a MetricResult
+
+
+@dataclass(frozen=True)
+class Leaf:
+    node: str
+    verdict: str | bool
+    score: float  # 0..1
+    metric: dict[str, Any] | None = None
+
+
+@dataclass
+class Walk:
+    probability: float
+    steps: list[dict[str, Any]]
+    leaves: list[Leaf]
+    main: bool  # the walk that follows the most probable verdict everywhere
+
+    @property
+    def score(self) -> float:
+        return min(leaf.score for leaf in self.leaves)
+
+
+@dataclass
+class WalkResult:
+    main: Walk
+    walks: list[Walk] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def explored_mass(self) -> float:
+        return sum(w.probability for w in self.walks)
+
+    @property
+    def expected_score(self) -> float:
+        return sum(w.probability * w.score for w in self.walks) / self.explored_mass
+
+
+def _merge(a: Visible, b: Visible) -> Visible:
+    merged = {(o.rank, o.label, o.text): o for o in (*a, *b)}
+    return tuple(merged[k] for k in sorted(merged))
+
+
+def walk(
+    dag: DeepAcyclicGraph, asker: Asker, soft: bool = False, floor: float = 0.01
+) -> WalkResult:
+    """Walk the graph; with `soft`, also the other branches above the probability floor."""
+    order = dag.order
+    answers: dict[tuple[int, Visible], Answer] = {}
+    metric_results: dict[int, Any] = {}
+    usage = Usage()
+    walks: list[Walk] = []
+
+    def ask(node: Any, visible: Visible) -> Answer:
+        nonlocal usage
+        key = (id(node), visible)
+        if key not in answers:
+            fn = asker.task if isinstance(node, TaskNode) else asker.judge
+            answers[key] = fn(node, visible)
+            usage = usage + answers[key].usage
+        return answers[key]
+
+    def run_metric(metric: Any) -> Any:
+        nonlocal usage
+        if id(metric) not in metric_results:
+            metric_results[id(metric)] = asker.metric(metric)
+            usage = usage + metric_results[id(metric)].usage
+        return metric_results[id(metric)]
+
+    def explore(
+        pos: int,
+        live: dict[int, Visible],
+        leaves: list[Leaf],
+        prob: float,
+        steps: list[dict[str, Any]],
+        main: bool,
+    ) -> None:
+        for i in range(pos, len(order)):
+            node = order[i]
+            if id(node) not in live:
+                continue
+            visible = live[id(node)]
+            node_id = dag.node_id(node)
+            if isinstance(node, TaskNode):
+                answer = ask(node, visible)
+                out = TaskOutput(node.output_label, answer.output or "", i)
+                seen = _merge(visible, (out,))
+                for child in node.children:
+                    live[id(child)] = _merge(live.get(id(child), ()), seen)
+                steps = [*steps, _task_step(node_id, node, answer)]
+            elif isinstance(node, VerdictNode):
+                if node.score is not None:
+                    leaves = [*leaves, Leaf(node_id, node.verdict, node.score / 10)]
+                elif isinstance(node.child, TaskNode | JudgementNode):
+                    live[id(node.child)] = _merge(live.get(id(node.child), ()), visible)
+                else:
+                    result = run_metric(node.child)
+                    if result.score is None:
+                        raise MetricDefinitionError(
+                            f"metric {result.metric!r} under verdict {node_id!r} gave no score"
+                        )
+                    leaves = [
+                        *leaves,
+                        Leaf(node_id, node.verdict, result.score, metric=_metric_step(result)),
+                    ]
+            elif isinstance(node, JudgementNode):
+                answer = ask(node, visible)
+                for index in _branches(answer, prob, soft, floor, main):
+                    option = answer.options[index]
+                    branch_live = dict(live)
+                    branch_live[id(node.verdict_for(option))] = visible
+                    explore(
+                        i + 1,
+                        branch_live,
+                        leaves,
+                        prob * answer.probabilities[index],
+                        [*steps, _judge_step(node_id, node, answer, index)],
+                        main and index == answer.index,
+                    )
+                return
+        if not leaves:
+            raise MetricDefinitionError("the walk reached no scoring verdict")
+        walks.append(Walk(prob, steps, leaves, main))
+
+    roots = {id(r): () for r in dag.root_nodes}
+    explore(0, dict(roots), [], 1.0, [], True)
+    main_walk = next(w for w in walks if w.main)
+    return WalkResult(main=main_walk, walks=walks, usage=usage)
+
+
+def _branches(answer: Answer, prob: float, soft: bool, floor: float, main: bool) -> list[int]:
+    if not soft:
+        return [answer.index]
+    return [
+        i
+        for i, p in enumerate(answer.probabilities)
+        if (main and i == answer.index) or prob * p >= floor
+    ]
+
+
+def _task_step(node_id: str, node: TaskNode, answer: Answer) -> dict[str, Any]:
+    return {
+        "node": node_id,
+        "type": "task",
+        "question": answer.question,
+        "output_label": node.output_label,
+        "output": answer.output,
+        "tokens": answer.usage.to_dict(),
+        "seconds": round(answer.seconds, 4),
+    }
+
+
+def _judge_step(node_id: str, node: JudgementNode, answer: Answer, index: int) -> dict[str, Any]:
+    return {
+        "node": node_id,
+        "type": "binary" if isinstance(node, BinaryJudgementNode) else "choice",
+        "question": answer.question,
+        "verdict": answer.options[index],
+        "probabilities": dict(zip(answer.options, answer.probabilities, strict=True)),
+        "tokens": answer.usage.to_dict(),
+        "seconds": round(answer.seconds, 4),
+    }
+
+
+def _metric_step(result: Any) -> dict[str, Any]:
+    return {"metric": result.metric, "score": result.score, "trace": result.trace}

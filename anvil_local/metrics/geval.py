@@ -1,0 +1,336 @@
+"""G-Eval: evaluation steps (generated once per definition and model), then a score whose
+exact distribution over every integer in the range is read from the logits.
+
+The score is the probability-weighted mean over the whole range, normalised to 0..1. Unlike
+DeepEval no token is dropped, multi-digit values ("10") are exact, and steps are generated
+once, cached on disk, and can be pinned in the metric file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from anvil_local.errors import MetricDefinitionError, MetricTypeError
+from anvil_local.judge.prompt import Prompt
+from anvil_local.judge.results import Usage
+from anvil_local.metrics.base import BaseMetric, MetricResult, check_threshold
+from anvil_local.metrics.layout import case_blocks, fields_phrase
+from anvil_local.testcase import LLMTestCase, SingleTurnParams, as_param, param_title
+
+log = logging.getLogger(__name__)
+
+STEPS_PROMPT_VERSION = "1"
+REASON_MAX_TOKENS = 80
+_STEP = r"[^\n]{8,150}"
+STEPS_REGEX = rf"1\. {_STEP}\n2\. {_STEP}\n3\. {_STEP}(\n4\. {_STEP})?"
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """What a score range means: `score_range=(a, b)` within 0..10, a <= b."""
+
+    score_range: tuple[int, int]
+    expected_outcome: str
+
+    def __post_init__(self) -> None:
+        rng = tuple(self.score_range)
+        if len(rng) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in rng):
+            raise MetricDefinitionError("Rubric's 'score_range' must be two integers.")
+        object.__setattr__(self, "score_range", rng)
+        start, end = rng
+        if not (0 <= start <= 10 and 0 <= end <= 10):
+            raise MetricDefinitionError(
+                "Both Rubric's 'score_range' values must be between 0 and 10 inclusive."
+            )
+        if start > end:
+            raise MetricDefinitionError(
+                "Rubric's 'score_range' start must be less than or equal to end."
+            )
+        if not isinstance(self.expected_outcome, str) or not self.expected_outcome.strip():
+            raise MetricDefinitionError("Rubric's 'expected_outcome' cannot be empty.")
+
+    def line(self) -> str:
+        start, end = self.score_range
+        span = f"{start}" if start == end else f"{start}-{end}"
+        return f"{span}: {self.expected_outcome.strip()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"score_range": list(self.score_range), "expected_outcome": self.expected_outcome}
+
+
+def sort_rubric(rubric: Sequence[Rubric] | None) -> tuple[Rubric, ...] | None:
+    """Sorted by start; overlapping ranges (touching ends included) are rejected."""
+    if not rubric:
+        return None
+    items = []
+    for item in rubric:
+        if isinstance(item, dict):
+            item = Rubric(
+                score_range=tuple(item.get("score_range", ())),  # type: ignore[arg-type]
+                expected_outcome=item.get("expected_outcome", ""),
+            )
+        if not isinstance(item, Rubric):
+            raise MetricTypeError(f"rubric items must be Rubric, got {type(item).__name__}")
+        items.append(item)
+    items.sort(key=lambda r: r.score_range)
+    for a, b in itertools.pairwise(items):
+        if a.score_range[1] >= b.score_range[0]:
+            raise MetricDefinitionError(
+                f"Overlapping score ranges: {a.score_range} and {b.score_range}"
+            )
+    return tuple(items)
+
+
+def score_range(rubric: Sequence[Rubric] | None) -> tuple[int, int]:
+    """0..10, or the span of the rubric."""
+    if not rubric:
+        return (0, 10)
+    return (rubric[0].score_range[0], rubric[-1].score_range[1])
+
+
+def normalise(value: float, lo: int, hi: int) -> float:
+    return (value - lo) / (hi - lo)
+
+
+def parse_steps(text: str) -> list[str]:
+    """Steps from "1. ...\\n2. ..." text."""
+    steps = []
+    for line in text.splitlines():
+        match = re.match(r"\s*\d+\.\s*(.+)", line)
+        if match and match.group(1).strip():
+            steps.append(match.group(1).strip())
+    return steps
+
+
+class GEval(BaseMetric):
+    """DeepEval's GEval, with exact logit-weighted scores."""
+
+    def __init__(
+        self,
+        name: str,
+        evaluation_params: Sequence[SingleTurnParams | str],
+        criteria: str | None = None,
+        evaluation_steps: Sequence[str] | None = None,
+        rubric: Sequence[Rubric] | None = None,
+        threshold: float = 0.5,
+        strict_mode: bool = False,
+        include_reason: bool = True,
+        model: Any = None,
+        verbose_mode: bool = False,
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise MetricDefinitionError("a metric needs a non-empty 'name'")
+        if evaluation_params is None:
+            raise MetricDefinitionError(
+                "GEval requires evaluation_params. Provide them at initialization."
+            )
+        if not list(evaluation_params):
+            raise MetricDefinitionError("evaluation_params cannot be an empty list.")
+        if criteria is None and evaluation_steps is None:
+            raise MetricDefinitionError("Either 'criteria' or 'evaluation_steps' must be provided.")
+        if criteria is not None and (not isinstance(criteria, str) or not criteria.strip()):
+            raise MetricDefinitionError("Criteria provided cannot be an empty string.")
+        if evaluation_steps is not None:
+            if isinstance(evaluation_steps, str) or not list(evaluation_steps):
+                raise MetricDefinitionError(
+                    "'evaluation_steps' must not be an empty list. Either omit evaluation "
+                    "steps or include a non-empty list of steps."
+                )
+            if any(not isinstance(s, str) or not s.strip() for s in evaluation_steps):
+                raise MetricDefinitionError("every evaluation step must be a non-empty string")
+        self.name = name
+        self.evaluation_params = [as_param(p) for p in evaluation_params]
+        if len(set(self.evaluation_params)) != len(self.evaluation_params):
+            raise MetricDefinitionError("evaluation_params lists a param twice")
+        self.criteria = criteria
+        self.evaluation_steps = list(evaluation_steps) if evaluation_steps is not None else None
+        self.rubric = sort_rubric(rubric)
+        self.score_range = score_range(self.rubric)
+        if self.score_range[0] == self.score_range[1]:
+            raise MetricDefinitionError("the rubric must span at least two scores")
+        self.strict_mode = bool(strict_mode)
+        self.threshold = 1.0 if self.strict_mode else check_threshold(threshold)
+        self.include_reason = bool(include_reason)
+        self.model = model
+        self.verbose_mode = bool(verbose_mode)
+        self.steps_generated = 0  # how many times this object asked the judge for steps
+        self._steps_by_model: dict[str, list[str]] = {}
+
+    # -- definition ----------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "type": "geval",
+            "name": self.name,
+            "evaluation_params": [p.value for p in self.evaluation_params],
+            "criteria": self.criteria,
+            "evaluation_steps": self.evaluation_steps,
+            "rubric": [r.to_dict() for r in self.rubric] if self.rubric else None,
+            "threshold": self.threshold,
+            "strict_mode": self.strict_mode,
+            "include_reason": self.include_reason,
+        }
+        return {k: v for k, v in data.items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GEval:
+        known = {
+            "name",
+            "evaluation_params",
+            "criteria",
+            "evaluation_steps",
+            "rubric",
+            "threshold",
+            "strict_mode",
+            "include_reason",
+        }
+        unknown = sorted(set(data) - known - {"type"})
+        if unknown:
+            raise MetricDefinitionError(f"unknown GEval field(s): {', '.join(unknown)}")
+        kwargs = {k: v for k, v in data.items() if k in known}
+        if "rubric" in kwargs and kwargs["rubric"] is not None:
+            kwargs["rubric"] = [
+                r
+                if isinstance(r, Rubric)
+                else Rubric(tuple(r.get("score_range", ())), r.get("expected_outcome", ""))
+                for r in kwargs["rubric"]
+            ]
+        if "name" not in kwargs:
+            raise MetricDefinitionError("a GEval needs a 'name'")
+        return cls(**kwargs)
+
+    # -- steps ---------------------------------------------------------------------------
+
+    def steps_for(self, judge: Any) -> list[str]:
+        """Pinned steps, else the steps generated once for this definition and model."""
+        if self.evaluation_steps is not None:
+            return list(self.evaluation_steps)
+        sha = judge.model_sha256
+        if sha in self._steps_by_model:
+            return self._steps_by_model[sha]
+        from anvil_local.cache import default_cache, digest
+
+        key = digest(
+            "steps",
+            STEPS_PROMPT_VERSION,
+            sha,
+            self.criteria,
+            [p.value for p in self.evaluation_params],
+        )
+        cache = default_cache()
+        steps = cache.get_steps(key)
+        if steps is None:
+            steps = self.generate_steps(judge)
+            cache.put_steps(key, steps)
+        self._steps_by_model[sha] = steps
+        return steps
+
+    def generate_steps(self, judge: Any) -> list[str]:
+        """Ask the judge for 3-4 evaluation steps (grammar-constrained to a numbered list)."""
+        self.steps_generated += 1
+        blocks = (
+            "You are writing instructions for a judge who will evaluate a test case.\n\n",
+            f"Criteria:\n{self.criteria.strip()}\n\n",  # type: ignore[union-attr]
+            f"The judge will see {fields_phrase(self.evaluation_params)}.\n\n",
+        )
+        question = (
+            "Write 3 or 4 short evaluation steps the judge should follow to check the criteria. "
+            "Number them and put one step per line."
+        )
+        result = judge.generate(Prompt(blocks, question), max_tokens=700, regex=STEPS_REGEX)
+        steps = parse_steps(result.text)
+        log.info("generated %d evaluation steps for %s", len(steps), self.name)
+        return steps
+
+    # -- judging -------------------------------------------------------------------------
+
+    def _definition_block(self, steps: list[str]) -> str:
+        lines = [f"Evaluation criteria ({self.name}):"]
+        if self.criteria:
+            lines.append(self.criteria.strip())
+        lines.append("")
+        lines.append("Evaluation steps:")
+        lines += [f"{i}. {step.strip()}" for i, step in enumerate(steps, 1)]
+        if self.rubric and not self.strict_mode:
+            lines.append("")
+            lines.append("Rubric:")
+            lines += [r.line() for r in self.rubric]
+        return "\n".join(lines) + "\n\n"
+
+    def _fields(self) -> str:
+        return fields_phrase(self.evaluation_params)
+
+    def score_question(self) -> str:
+        lo, hi = self.score_range
+        return (
+            f"Following the evaluation steps, how well do {self._fields()} meet the criteria? "
+            f"Give a score from {lo} (worst) to {hi} (best). Reply with the number only."
+        )
+
+    def strict_question(self) -> str:
+        return (
+            f"Following the evaluation steps, do {self._fields()} fully meet the criteria? "
+            "Reply with Yes or No only."
+        )
+
+    def run(
+        self, case: LLMTestCase, judge: Any = None, *, include_reason: bool | None = None
+    ) -> MetricResult:
+        start = time.perf_counter()
+        case.require(self.evaluation_params, self.name)
+        judge = self.resolve_judge(judge)
+        steps = self.steps_for(judge)
+        blocks = (*case_blocks(case, self.evaluation_params), self._definition_block(steps))
+        lo, hi = self.score_range
+        trace: dict[str, Any] = {"type": "geval", "steps": steps}
+        if self.strict_mode:
+            choice = judge.choose(Prompt(blocks, self.strict_question(), case.label), ["Yes", "No"])
+            score = 1.0 if choice.choice == "Yes" else 0.0
+            trace.update(verdict=choice.choice, probabilities=choice.distribution())
+            usage = choice.usage
+            summary = f"verdict {choice.choice} (P(Yes) = {choice.probabilities[0]:.3f})"
+        else:
+            result = judge.score(Prompt(blocks, self.score_question(), case.label), lo, hi)
+            weighted = result.weighted
+            score = normalise(weighted, lo, hi)
+            trace.update(
+                score_range=[lo, hi],
+                distribution={str(k): v for k, v in result.distribution().items()},
+                weighted=weighted,
+                most_likely=result.most_likely,
+            )
+            usage = result.usage
+            summary = f"score {weighted:.2f} on {lo}-{hi}"
+        reason = None
+        want_reason = self.include_reason if include_reason is None else include_reason
+        if want_reason:
+            question = (
+                f"The evaluation gave {summary}. In one or two sentences, give the reason for "
+                "this result, referring to the evaluation steps."
+            )
+            generated = judge.generate(Prompt(blocks, question, case.label), REASON_MAX_TOKENS)
+            reason = generated.text.strip()
+            usage = usage + generated.usage
+        return MetricResult(
+            metric=self.name,
+            score=score,
+            success=score >= self.threshold,
+            threshold=self.threshold,
+            reason=reason,
+            trace=trace,
+            usage=usage if isinstance(usage, Usage) else Usage(),
+            seconds=time.perf_counter() - start,
+        )
+
+    def required_params(self) -> list[SingleTurnParams]:
+        return list(self.evaluation_params)
+
+    def __repr__(self) -> str:
+        params = ", ".join(param_title(p) for p in self.evaluation_params)
+        return f"GEval(name={self.name!r}, params=[{params}], threshold={self.threshold})"

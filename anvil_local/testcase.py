@@ -1,0 +1,159 @@
+"""LLMTestCase, the param enum, and how a param is rendered into a prompt.
+
+Field names follow DeepEval so a test suite ports by changing imports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from anvil_local.errors import DataError, MissingParamError
+
+
+class SingleTurnParams(Enum):
+    """The test-case fields a metric may look at (DeepEval's names and values)."""
+
+    INPUT = "input"
+    ACTUAL_OUTPUT = "actual_output"
+    EXPECTED_OUTPUT = "expected_output"
+    CONTEXT = "context"
+    RETRIEVAL_CONTEXT = "retrieval_context"
+    TOOLS_CALLED = "tools_called"
+    EXPECTED_TOOLS = "expected_tools"
+
+
+LLMTestCaseParams = SingleTurnParams
+
+#: Prompt order of fields: the parts that are shared by many cases (the document, its
+#: context) come before the parts that vary (the output being judged), so cases that share
+#: an input share a prompt prefix and the judge prefills it once.
+PROMPT_ORDER: tuple[SingleTurnParams, ...] = (
+    SingleTurnParams.INPUT,
+    SingleTurnParams.CONTEXT,
+    SingleTurnParams.RETRIEVAL_CONTEXT,
+    SingleTurnParams.EXPECTED_OUTPUT,
+    SingleTurnParams.EXPECTED_TOOLS,
+    SingleTurnParams.ACTUAL_OUTPUT,
+    SingleTurnParams.TOOLS_CALLED,
+)
+
+_TITLES = {
+    SingleTurnParams.INPUT: "Input",
+    SingleTurnParams.ACTUAL_OUTPUT: "Actual Output",
+    SingleTurnParams.EXPECTED_OUTPUT: "Expected Output",
+    SingleTurnParams.CONTEXT: "Context",
+    SingleTurnParams.RETRIEVAL_CONTEXT: "Retrieval Context",
+    SingleTurnParams.TOOLS_CALLED: "Tools Called",
+    SingleTurnParams.EXPECTED_TOOLS: "Expected Tools",
+}
+
+_LIST_FIELDS = {
+    SingleTurnParams.CONTEXT,
+    SingleTurnParams.RETRIEVAL_CONTEXT,
+    SingleTurnParams.TOOLS_CALLED,
+    SingleTurnParams.EXPECTED_TOOLS,
+}
+
+
+def param_title(param: SingleTurnParams) -> str:
+    """The heading a field gets in prompts ("Actual Output")."""
+    return _TITLES[param]
+
+
+def as_param(value: SingleTurnParams | str) -> SingleTurnParams:
+    """Accept an enum member, its value ("actual_output") or its name ("ACTUAL_OUTPUT")."""
+    if isinstance(value, SingleTurnParams):
+        return value
+    if isinstance(value, str):
+        key = value.strip()
+        for member in SingleTurnParams:
+            if key in (member.value, member.name):
+                return member
+    names = ", ".join(m.value for m in SingleTurnParams)
+    raise DataError(f"unknown evaluation param {value!r} (expected one of: {names})")
+
+
+def ordered_params(params: list[SingleTurnParams] | tuple[SingleTurnParams, ...]) -> list:
+    """Params in prompt order, each once."""
+    wanted = set(params)
+    return [p for p in PROMPT_ORDER if p in wanted]
+
+
+@dataclass
+class LLMTestCase:
+    """One thing to judge: DeepEval's fields plus an id, tags and metadata."""
+
+    input: str | None = None
+    actual_output: str | None = None
+    expected_output: str | None = None
+    context: list[str] | None = None
+    retrieval_context: list[str] | None = None
+    tools_called: list[str] | None = None
+    expected_tools: list[str] | None = None
+    id: str | None = None
+    name: str | None = None
+    tags: list[str] | None = None
+    metadata: dict[str, Any] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        for param in _LIST_FIELDS:
+            value = getattr(self, param.value)
+            if isinstance(value, str):
+                setattr(self, param.value, [value])
+            elif value is not None and not isinstance(value, list):
+                raise DataError(
+                    f"{param.value} must be a list of strings, got {type(value).__name__}"
+                )
+        for param in set(SingleTurnParams) - _LIST_FIELDS:
+            value = getattr(self, param.value)
+            if value is not None and not isinstance(value, str):
+                raise DataError(f"{param.value} must be a string, got {type(value).__name__}")
+
+    @property
+    def label(self) -> str | None:
+        """How the case is named in messages: id, else name."""
+        return self.id if self.id is not None else self.name
+
+    def get(self, param: SingleTurnParams) -> str | list[str] | None:
+        return getattr(self, param.value)
+
+    def require(self, params: list[SingleTurnParams], metric: str) -> None:
+        """Raise MissingParamError for the first needed field the case lacks."""
+        for param in params:
+            value = self.get(param)
+            if value is None or (isinstance(value, list) and not value):
+                raise MissingParamError(metric, self.label, param.value)
+
+    def content_key(self) -> str:
+        """sha256 of the judged content (not id/name/tags): the case part of a cache key."""
+        payload = {p.value: self.get(p) for p in SingleTurnParams}
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in (
+            "id",
+            "name",
+            *(p.value for p in SingleTurnParams),
+            "tags",
+            "metadata",
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+
+def render_param(param: SingleTurnParams, value: str | list[str]) -> str:
+    """A field as it appears in a prompt: a heading, then the text."""
+    title = param_title(param)
+    if isinstance(value, list):
+        body = "\n".join(f"- {item}" for item in value)
+    else:
+        body = value.strip()
+    return f"{title}:\n{body}\n\n"
