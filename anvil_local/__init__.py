@@ -18,6 +18,7 @@ from anvil_local.metrics import (
     TaskNode,
     VerdictNode,
 )
+from anvil_local.run import assert_test, evaluate
 from anvil_local.spec import load_metric
 from anvil_local.testcase import LLMTestCase, LLMTestCaseParams, SingleTurnParams
 
@@ -40,5 +41,7 @@ __all__ = [
     "SingleTurnParams",
     "TaskNode",
     "VerdictNode",
+    "assert_test",
+    "evaluate",
     "load_metric",
 ]

@@ -1,0 +1,418 @@
+"""`anvil`: parse, call the library, render. Any AnvilError becomes one `Error: ...` line
+with exit code 2; Ctrl-C exits 130."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from anvil_local.errors import AnvilError, DataError
+
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+class AnvilGroup(click.Group):
+    """Turns library errors into one line on stderr at the CLI boundary."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AnvilError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(EXIT_BAD_INPUT)
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+
+
+@click.group(cls=AnvilGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="anvil-local")
+@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+def main(verbose: int) -> None:
+    """Offline LLM-as-a-judge: G-Eval and DAG metrics on a local GGUF model."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="anvil: %(message)s", stream=sys.stderr)
+
+
+# -- shared options ---------------------------------------------------------------------
+
+
+def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--model and the load settings, shared by every command that runs the judge."""
+    options = [
+        click.option(
+            "--model",
+            "model",
+            default=None,
+            metavar="NAME|PATH",
+            help="Catalogue name or .gguf path (default: the catalogue default).",
+        ),
+        click.option(
+            "--n-ctx",
+            type=click.IntRange(256),
+            default=4096,
+            show_default=True,
+            help="Context size in tokens.",
+        ),
+        click.option(
+            "--threads",
+            type=click.IntRange(1),
+            default=None,
+            help="CPU threads per process (default: all cores, split over --jobs).",
+        ),
+        click.option(
+            "--n-gpu-layers",
+            type=click.IntRange(-1),
+            default=0,
+            show_default=True,
+            help="Layers to offload to a GPU (-1: all); needs a CUDA build of "
+            'llama-cpp-python: CMAKE_ARGS="-DGGML_CUDA=on".',
+        ),
+        click.option(
+            "--batch-size",
+            type=click.IntRange(1),
+            default=512,
+            show_default=True,
+            help="Prompt tokens per llama.cpp decode batch.",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def settings_from(kwargs: dict[str, Any]) -> Any:
+    from anvil_local.judge.settings import JudgeSettings
+
+    return JudgeSettings(
+        n_ctx=kwargs.pop("n_ctx"),
+        threads=kwargs.pop("threads"),
+        n_gpu_layers=kwargs.pop("n_gpu_layers"),
+        n_batch=kwargs.pop("batch_size"),
+    )
+
+
+def _progress_bar(total: int, label: str, enabled: bool):
+    if not enabled or total <= 0:
+        return None
+    return click.progressbar(
+        length=total, label=label, file=sys.stderr, show_eta=True, show_pos=True, width=24
+    )
+
+
+# -- models -----------------------------------------------------------------------------
+
+
+@main.group()
+def models() -> None:
+    """The judge model catalogue: list, pull, add, path, verify."""
+
+
+@models.command("list")
+def models_list() -> None:
+    """Known models, and whether each is on this machine."""
+    from anvil_local.catalogue import entries
+
+    rows = [("NAME", "KIND", "SIZE", "PULLED", "LICENCE", "")]
+    for e in entries():
+        pulled = "yes" if e.store_path().is_file() else "no"
+        rows.append(
+            (
+                e.name,
+                e.kind or "-",
+                f"{e.size / 1e6:.0f} MB",
+                pulled,
+                e.licence or "-",
+                "default" if e.default else "",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+@models.command("pull")
+@click.argument("name")
+@click.option("--force", is_flag=True, help="Fetch again even if the file is present.")
+def models_pull(name: str, force: bool) -> None:
+    """Fetch a catalogue model and verify its sha256."""
+    from anvil_local.catalogue import get_entry
+    from anvil_local.pull import pull
+
+    entry = get_entry(name)
+    bar = _progress_bar(entry.size, f"{entry.name}", sys.stderr.isatty())
+    if bar is None:
+        path = pull(entry, force=force)
+    else:
+        with bar:
+            path = pull(entry, progress=bar.update, force=force)
+    click.echo(f"{entry.name}: {path}")
+
+
+@models.command("add")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--name", default=None, help="Catalogue name (default: from the file name).")
+def models_add(path: Path, name: str | None) -> None:
+    """Register a local GGUF file under a name (the file stays where it is)."""
+    from anvil_local.catalogue import add_local
+
+    entry = add_local(path, name)
+    click.echo(f"added {entry.name}: {entry.local_path} (sha256 {entry.sha256})")
+
+
+@models.command("path")
+@click.argument("name")
+def models_path(name: str) -> None:
+    """Print where a model's file is (or will be) on this machine."""
+    from anvil_local.catalogue import get_entry
+
+    click.echo(str(get_entry(name).store_path()))
+
+
+@models.command("verify")
+@click.argument("name")
+def models_verify(name: str) -> None:
+    """Re-hash a pulled model and compare with the catalogue's sha256."""
+    from anvil_local.catalogue import get_entry
+    from anvil_local.pull import verify
+
+    entry = get_entry(name)
+    path = verify(entry)
+    click.echo(f"{entry.name}: OK sha256 {entry.sha256} ({path})")
+
+
+# -- metric files -----------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+def validate(files: tuple[Path, ...]) -> None:
+    """Check metric files with the same rules as the Python classes."""
+    from anvil_local.spec import load_metric
+
+    bad = 0
+    for path in files:
+        try:
+            metric = load_metric(path)
+        except AnvilError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            bad += 1
+            continue
+        kind = "DAG" if metric.to_dict().get("type") == "dag" else "GEval"
+        click.echo(f"{path}: OK ({kind} {metric.name!r})")
+    if bad:
+        sys.exit(EXIT_BAD_INPUT)
+
+
+@main.command()
+@click.option(
+    "--metric",
+    "metric_file",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="A GEval metric file given by criteria.",
+)
+@model_options
+def steps(metric_file: Path, model: str | None, **kwargs: Any) -> None:
+    """Print a G-Eval metric's evaluation steps as TOML, to pin them in the file."""
+    from anvil_local.judge import get_judge
+    from anvil_local.metrics.geval import GEval
+    from anvil_local.spec import load_metric
+
+    metric = load_metric(metric_file)
+    if not isinstance(metric, GEval):
+        raise DataError(f"{metric_file}: steps exist only for GEval metrics")
+    judge = get_judge(model, settings_from(kwargs))
+    found = metric.steps_for(judge)
+    items = ",\n".join(f"  {json.dumps(s, ensure_ascii=False)}" for s in found)
+    click.echo(f"# {metric.name}: evaluation steps for model {judge.info.name}")
+    click.echo(f"evaluation_steps = [\n{items},\n]")
+
+
+# -- explain ----------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--metric", "metric_file", required=True, type=click.Path(path_type=Path))
+@click.option("--case", "case_json", default=None, help="One test case as a JSON object.")
+@click.option(
+    "--data",
+    "data_file",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="A case file; pick the case with --id.",
+)
+@click.option("--id", "case_id", default=None, help="The case id within --data.")
+@click.option("--field", "fields", multiple=True, metavar="PARAM=COLUMN")
+@click.option("--soft", is_flag=True, help="DAG: also walk other branches; show expected score.")
+@click.option("--no-reason", is_flag=True, help="Do not generate a reason.")
+@model_options
+def explain(
+    metric_file: Path,
+    case_json: str | None,
+    data_file: Path | None,
+    case_id: str | None,
+    fields: tuple[str, ...],
+    soft: bool,
+    no_reason: bool,
+    model: str | None,
+    **kwargs: Any,
+) -> None:
+    """Show one case's walk (DAG) or score distribution (G-Eval), readably."""
+    from anvil_local.judge import get_judge
+    from anvil_local.metrics.render import render_result
+    from anvil_local.run.dataset import case_from_row, parse_field_map, read_cases
+    from anvil_local.spec import load_metric
+
+    metric = load_metric(metric_file)
+    if soft and hasattr(metric, "soft"):
+        metric.soft = True
+    mapping = parse_field_map(fields)
+    if case_json is not None:
+        try:
+            raw = json.loads(case_json)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"--case is not valid JSON: {exc.msg}") from exc
+        case = case_from_row(raw, mapping, "--case")
+    elif data_file is not None and case_id is not None:
+        rows = [r for r in read_cases(data_file, mapping) if r.case_id == case_id]
+        if not rows:
+            raise DataError(f"{data_file}: no case with id {case_id!r}")
+        case = rows[0].case
+    else:
+        raise DataError("give --case JSON, or --data FILE with --id ID")
+    judge = get_judge(model, settings_from(kwargs))
+    result = metric.run(case, judge, include_reason=False if no_reason else None)
+    click.echo(f"case {case.id or '(no id)'}, model {judge.info.name}")
+    click.echo(render_result(result))
+
+
+# -- eval -------------------------------------------------------------------------------
+
+
+@main.command("eval")
+@click.option(
+    "--metric",
+    "metric_files",
+    multiple=True,
+    required=True,
+    type=click.Path(path_type=Path),
+    help="A metric file (repeatable).",
+)
+@click.option(
+    "--data",
+    "data_file",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Test cases: JSONL, a JSON array, or CSV.",
+)
+@click.option(
+    "--out",
+    "out_file",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="Results JSONL (appended; re-running resumes). Default: stdout.",
+)
+@click.option(
+    "--junit",
+    "junit_file",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="Also write JUnit XML.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    help="Worker processes, each loading the model once.",
+)
+@click.option("--no-cache", is_flag=True, help="Bypass the result cache.")
+@click.option("--no-reason", is_flag=True, help="Generate no reasons (faster).")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first case-level error.")
+@click.option(
+    "--field",
+    "fields",
+    multiple=True,
+    metavar="PARAM=COLUMN",
+    help="Read a test-case field from another column (repeatable).",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Progress bar (default: on when stderr is a terminal).",
+)
+@model_options
+def eval_command(
+    metric_files: tuple[Path, ...],
+    data_file: Path,
+    out_file: Path | None,
+    junit_file: Path | None,
+    jobs: int,
+    no_cache: bool,
+    no_reason: bool,
+    fail_fast: bool,
+    fields: tuple[str, ...],
+    progress: bool | None,
+    model: str | None,
+    **kwargs: Any,
+) -> None:
+    """Evaluate a dataset against metric files. Exit 0: all passed; 1: some case failed
+    its threshold or errored; 2: bad input."""
+    from anvil_local.run.dataset import parse_field_map, read_cases
+    from anvil_local.run.evaluate import evaluate
+    from anvil_local.run.junit import write_junit
+    from anvil_local.run.report import render_summary
+    from anvil_local.spec import load_metric
+
+    settings = settings_from(kwargs)
+    metrics = [load_metric(path) for path in metric_files]
+    rows = read_cases(data_file, parse_field_map(fields))
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = None
+
+    def on_line(line: Any, done: int, total: int) -> None:
+        nonlocal bar
+        if out_file is None:
+            click.echo(json.dumps(line.to_dict(), ensure_ascii=False))
+        if show:
+            if bar is None:
+                bar = _progress_bar(total, "judging", True)
+                bar.__enter__()
+            bar.update(1)
+
+    try:
+        outcome = evaluate(
+            rows,
+            metrics,
+            model=model,
+            settings=settings,
+            jobs=jobs,
+            use_cache=not no_cache,
+            include_reason=False if no_reason else None,
+            fail_fast=fail_fast,
+            out=out_file,
+            on_line=on_line,
+            source=str(data_file),
+        )
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    if junit_file is not None:
+        write_junit(junit_file, outcome.lines)
+    click.echo(render_summary(outcome, out_file), err=True)
+    if outcome.interrupted:
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(0 if outcome.all_passed else EXIT_FAILED)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

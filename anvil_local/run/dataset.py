@@ -1,0 +1,143 @@
+"""Reading test cases: JSONL (one case per line), a JSON array, or CSV.
+
+Columns use DeepEval's field names; `--field param=column` maps other names. Columns that are
+not test-case fields go to the case's metadata. Every error names the file and line.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from anvil_local.errors import DataError
+from anvil_local.testcase import LLMTestCase, SingleTurnParams
+
+_CASE_FIELDS = {p.value for p in SingleTurnParams} | {"id", "name", "tags", "metadata"}
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    """A case with where it came from: its position in the file (0-based) and line."""
+
+    position: int
+    line: int
+    case: LLMTestCase
+
+    @property
+    def case_id(self) -> str:
+        return self.case.id  # always set by read_cases
+
+
+def parse_field_map(items: Iterable[str]) -> dict[str, str]:
+    """["input=document", ...] -> {"input": "document"}."""
+    mapping: dict[str, str] = {}
+    for item in items:
+        target, sep, column = item.partition("=")
+        target, column = target.strip(), column.strip()
+        if not sep or not target or not column:
+            raise DataError(f"--field expects param=column, got {item!r}")
+        if target not in _CASE_FIELDS:
+            raise DataError(
+                f"--field {item!r}: {target!r} is not a test-case field "
+                f"(one of: {', '.join(sorted(_CASE_FIELDS))})"
+            )
+        mapping[target] = column
+    return mapping
+
+
+def case_from_row(row: dict[str, Any], mapping: dict[str, str], where: str) -> LLMTestCase:
+    if not isinstance(row, dict):
+        raise DataError(f"{where}: a test case must be a JSON object")
+    used_columns = set()
+    kwargs: dict[str, Any] = {}
+    for name in _CASE_FIELDS:
+        column = mapping.get(name, name)
+        if column in row and row[column] is not None and row[column] != "":
+            kwargs[name] = row[column]
+            used_columns.add(column)
+    extra = {k: v for k, v in row.items() if k not in used_columns}
+    if extra:
+        kwargs["metadata"] = {**extra, **(kwargs.get("metadata") or {})}
+    if "id" in kwargs:
+        kwargs["id"] = str(kwargs["id"])
+    if isinstance(kwargs.get("tags"), str):
+        kwargs["tags"] = [kwargs["tags"]]
+    try:
+        return LLMTestCase(**kwargs)
+    except DataError as exc:
+        raise DataError(f"{where}: {exc}") from exc
+
+
+def _rows(path: Path) -> Iterable[tuple[int, Any]]:
+    suffix = path.suffix.lower()
+    try:
+        handle = path.open(encoding="utf-8", newline="")
+    except FileNotFoundError as exc:
+        raise DataError(f"{path}: no such file") from exc
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read: {exc.strerror}") from exc
+    with handle:
+        if suffix == ".csv":
+            reader = csv.DictReader(handle)
+            for row in reader:
+                yield reader.line_num, row
+        elif suffix == ".json":
+            try:
+                data = json.load(handle)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from exc
+            if not isinstance(data, list):
+                raise DataError(f"{path}: a .json case file holds an array of test cases")
+            for index, row in enumerate(data, 1):
+                yield index, row
+        else:
+            for number, text in enumerate(handle, 1):
+                if not text.strip():
+                    continue
+                try:
+                    yield number, json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"{path}:{number}: invalid JSON: {exc.msg}") from exc
+
+
+def read_cases(path: str | Path, mapping: dict[str, str] | None = None) -> list[CaseRow]:
+    """All cases of a file; ids default to "line-N" and must be unique."""
+    path = Path(path)
+    mapping = mapping or {}
+    rows: list[CaseRow] = []
+    seen: dict[str, int] = {}
+    unit = "item" if path.suffix.lower() == ".json" else "line"
+    for line, raw in _rows(path):
+        case = case_from_row(raw, mapping, f"{path}:{line}")
+        if case.id is None:
+            case.id = f"{unit}-{line}"
+        if case.id in seen:
+            raise DataError(
+                f"{path}:{line}: duplicate case id {case.id!r} (first on {unit} {seen[case.id]})"
+            )
+        seen[case.id] = line
+        rows.append(CaseRow(position=len(rows), line=line, case=case))
+    if not rows:
+        raise DataError(f"{path}: no test cases")
+    return rows
+
+
+def rows_from_cases(cases: Iterable[LLMTestCase]) -> list[CaseRow]:
+    """Python-API cases as rows; cases without an id get "case-N" (1-based)."""
+    rows = []
+    seen: set[str] = set()
+    for position, case in enumerate(cases):
+        if not isinstance(case, LLMTestCase):
+            raise DataError(f"test case {position} is a {type(case).__name__}, not LLMTestCase")
+        if case.id is None:
+            case = dataclasses.replace(case, id=f"case-{position + 1}")
+        if case.id in seen:
+            raise DataError(f"duplicate test case id {case.id!r}")
+        seen.add(case.id)
+        rows.append(CaseRow(position=position, line=position + 1, case=case))
+    return rows
