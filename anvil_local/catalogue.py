@@ -62,12 +62,13 @@ class ModelEntry:
     chat_template: str = ""
     notes: str = ""
     default: bool = False
+    in_place: bool = False  # a local file registered by `anvil models add`, used where it is
     origin: str = field(default="", compare=False)
 
     @property
     def local_path(self) -> Path | None:
         """A user entry that points at a file in place (`anvil models add`)."""
-        if len(self.parts) == 1 and self.parts[0].path:
+        if self.in_place and len(self.parts) == 1 and self.parts[0].path:
             return Path(self.parts[0].path)
         return None
 
@@ -156,6 +157,7 @@ def add_local(path: Path, name: str | None = None) -> ModelEntry:
         size=path.stat().st_size,
         parts=(Part(path=str(path)),),
         description=f"local file {path}",
+        in_place=True,
     )
     folder = user_catalogue_dir()
     folder.mkdir(parents=True, exist_ok=True)
@@ -165,6 +167,7 @@ def add_local(path: Path, name: str | None = None) -> ModelEntry:
         f"file = {_toml_str(entry.file)}\n"
         f"size = {entry.size}\n"
         f'sha256 = "{entry.sha256}"\n'
+        "in_place = true\n"
         "\n[[parts]]\n"
         f"path = {_toml_str(str(path))}\n"
     )

@@ -210,8 +210,8 @@ def get_judge(
     model: str | Path | Judge | None = None, settings: JudgeSettings | None = None
 ) -> Judge:
     """A judge for `model`, loaded once per process and settings."""
-    if isinstance(model, Judge):
-        return model
+    if hasattr(model, "choose"):  # a Judge already (or a stand-in with the same primitives)
+        return model  # type: ignore[return-value]
     key = (str(model) if model is not None else "", settings or JudgeSettings())
     judge = _JUDGES.get(key)
     if judge is None:

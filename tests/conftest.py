@@ -1,0 +1,52 @@
+"""Test isolation: every test gets its own data and cache dirs. Real-model tests share the
+default model, pulled once into the normal user data dir and reused between runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from anvil_local.catalogue import DATA_DIR_ENV
+
+_REAL_DATA_DIR = os.environ.get(DATA_DIR_ENV)
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ANVIL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "data"))
+    return tmp_path
+
+
+@pytest.fixture(scope="session")
+def default_model_path() -> Path:
+    """The default judge's GGUF, pulled on first use into the real data dir."""
+    from anvil_local.catalogue import default_entry
+    from anvil_local.pull import ensure_model
+
+    saved = os.environ.get(DATA_DIR_ENV)
+    if _REAL_DATA_DIR is None:
+        os.environ.pop(DATA_DIR_ENV, None)
+    else:
+        os.environ[DATA_DIR_ENV] = _REAL_DATA_DIR
+    try:
+        return ensure_model(default_entry())
+    finally:
+        if saved is not None:
+            os.environ[DATA_DIR_ENV] = saved
+
+
+@pytest.fixture(scope="session")
+def judge(default_model_path: Path):
+    """One loaded default model for the whole session (as a worker process would)."""
+    from anvil_local.judge import Judge
+
+    return Judge.load(default_model_path)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Real-model tests are marked `model`; CI must run them (refuse to deselect there)."""
+    if os.environ.get("CI") == "true" and "not model" in (config.getoption("-m") or ""):
+        raise pytest.UsageError("CI runs the real-model tests: do not pass -m 'not model'")

@@ -1,0 +1,139 @@
+"""Stand-ins for the model: a fake llama runtime (byte tokens, scripted logits) and a fake
+judge (scripted answers, call history) for graph and runner logic."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from anvil_local.judge.judge import Judge, ModelInfo
+from anvil_local.judge.prompt import Prompt
+from anvil_local.judge.results import ChoiceResult, GenerationResult, ScoreResult, Usage
+from anvil_local.judge.runtime import common_prefix
+
+IM_START, IM_END, EOT = 256, 257, 258
+N_VOCAB = 300
+CHATML = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content']"
+    " + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+_SPECIALS = {"<|im_start|>": IM_START, "<|im_end|>": IM_END}
+
+
+def logits_from(probs: dict[Any, float], floor: float = -50.0) -> np.ndarray:
+    """Logits whose softmax over the given tokens (str of one byte, or ids) is `probs`."""
+    logits = np.full(N_VOCAB, floor, dtype=np.float32)
+    for key, p in probs.items():
+        token = ord(key) if isinstance(key, str) else key
+        logits[token] = math.log(p) if p > 0 else floor
+    return logits
+
+
+class FakeRuntime:
+    """One byte = one token; `script(tokens)` gives the next-token logits."""
+
+    n_ctx = 4096
+    end_ids = (IM_END, EOT)
+    bos_id = 1
+    add_bos = False
+    chat_template = CHATML
+
+    def __init__(self, script: Callable[[list[int]], np.ndarray] | None = None, n_ctx: int = 4096):
+        self.script = script or (lambda tokens: np.zeros(N_VOCAB, dtype=np.float32))
+        self.n_ctx = n_ctx
+        self.state: list[int] = []
+        self.evaluated: list[int] = []  # tokens evaluated per evaluate() call
+
+    def tokenize(self, text: str, special: bool) -> list[int]:
+        out: list[int] = []
+        i = 0
+        while i < len(text):
+            if special:
+                hit = next((s for s in _SPECIALS if text.startswith(s, i)), None)
+                if hit:
+                    out.append(_SPECIALS[hit])
+                    i += len(hit)
+                    continue
+            out.extend(text[i].encode("utf-8"))
+            i += 1
+        return out
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return bytes(t for t in tokens if t < 256).decode("utf-8", errors="replace")
+
+    def evaluate(self, tokens: Sequence[int]) -> tuple[np.ndarray, int, int]:
+        tokens = list(tokens)
+        keep = min(common_prefix(self.state, tokens), len(tokens) - 1)
+        self.state = tokens
+        self.evaluated.append(len(tokens) - keep)
+        return self.script(tokens), keep, len(tokens) - keep
+
+    def grammars(self) -> Any:
+        raise NotImplementedError("no grammars in the fake runtime")
+
+
+def fake_judge(script: Callable[[list[int]], np.ndarray] | None = None, **kw: Any) -> Judge:
+    return Judge(FakeRuntime(script, **kw), ModelInfo("fake", "/fake.gguf", "f" * 64))
+
+
+def answer_text(runtime: FakeRuntime, tokens: list[int]) -> str:
+    """The text generated so far after the assistant turn started."""
+    marker = runtime.tokenize("<|im_start|>assistant\n", special=True)
+    for i in range(len(tokens) - len(marker), -1, -1):
+        if tokens[i : i + len(marker)] == marker:
+            return runtime.detokenize(tokens[i + len(marker) :])
+    return ""
+
+
+class FakeJudge:
+    """Scripted answers keyed by a substring of the question; records every call."""
+
+    def __init__(
+        self,
+        choices: dict[str, Sequence[float]] | None = None,
+        scores: dict[str, Sequence[float]] | None = None,
+        texts: dict[str, str] | None = None,
+        sha: str = "a" * 64,
+    ) -> None:
+        self.choices = choices or {}
+        self.scores = scores or {}
+        self.texts = texts or {}
+        self.info = ModelInfo("fake-judge", "/fake-judge.gguf", sha)
+        self.calls: list[tuple[str, Prompt, Any]] = []
+
+    @property
+    def model_sha256(self) -> str:
+        return self.info.sha256  # type: ignore[return-value]
+
+    def _lookup(self, table: dict[str, Any], question: str, default: Any) -> Any:
+        for key, value in table.items():
+            if key in question:
+                return value
+        return default
+
+    def choose(self, prompt: Prompt, options: Sequence[str]) -> ChoiceResult:
+        self.calls.append(("choose", prompt, tuple(options)))
+        probs = self._lookup(self.choices, prompt.question, [1 / len(options)] * len(options))
+        assert len(probs) == len(options), (prompt.question, options, probs)
+        best = max(range(len(probs)), key=lambda i: (probs[i], -i))
+        return ChoiceResult(tuple(options), tuple(probs), best, Usage(10, 5, 5, 1), 0.001)
+
+    def score(self, prompt: Prompt, lo: int, hi: int) -> ScoreResult:
+        self.calls.append(("score", prompt, (lo, hi)))
+        n = hi - lo + 1
+        probs = self._lookup(self.scores, prompt.question, [1 / n] * n)
+        assert len(probs) == n
+        return ScoreResult(lo, hi, tuple(probs), Usage(10, 5, 5, 1), 0.001)
+
+    def generate(self, prompt: Prompt, max_tokens: int, schema: Any = None,
+                 regex: str | None = None) -> GenerationResult:
+        self.calls.append(("generate", prompt, regex or schema))
+        text = self._lookup(self.texts, prompt.question, "generated text")
+        return GenerationResult(text, len(text), True, Usage(10, 5, 5, 1), 0.001)
+
+    def kinds(self) -> list[str]:
+        return [kind for kind, _, _ in self.calls]

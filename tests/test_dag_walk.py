@@ -1,0 +1,141 @@
+"""The DAG walk on a scripted judge: path, join, the multiple-leaf rule, expected score."""
+
+import pytest
+
+from anvil_local import (
+    BinaryJudgementNode,
+    DAGMetric,
+    DeepAcyclicGraph,
+    GEval,
+    LLMTestCase,
+    NonBinaryJudgementNode,
+    Rubric,
+    SingleTurnParams,
+    TaskNode,
+    VerdictNode,
+)
+from tests.fakes import FakeJudge
+
+OUT = [SingleTurnParams.ACTUAL_OUTPUT]
+CASE = LLMTestCase(input="Meeting transcript.", actual_output="Intro\n...\nBody\n...", id="m1")
+ORDER_OPTIONS = ("Yes", "Two are out of order", "All out of order")
+
+
+def headings_dag(extra_task_edge: bool = False) -> DeepAcyclicGraph:
+    order = NonBinaryJudgementNode(
+        criteria="Are the headings in order?",
+        children=[VerdictNode("Yes", score=10), VerdictNode("Two are out of order", score=4),
+                  VerdictNode("All out of order", score=2)],
+    )
+    present = BinaryJudgementNode(
+        criteria="Are all three headings present?",
+        children=[VerdictNode(False, score=0), VerdictNode(True, child=order)],
+    )
+    children = [present, order] if extra_task_edge else [present]
+    extract = TaskNode(instructions="Extract the headings.", output_label="Summary headings",
+                       children=children, evaluation_params=OUT)
+    return DeepAcyclicGraph([extract])
+
+
+def judge_for(present=(0.8, 0.2), order=(0.5, 0.3, 0.2)) -> FakeJudge:
+    return FakeJudge(
+        choices={"present": list(present), "in order": list(order)},
+        texts={"Extract": "Intro, Body", "reason": "Because."},
+    )
+
+
+def test_walk_follows_the_most_probable_verdicts_and_records_the_path():
+    judge = judge_for(order=(0.2, 0.5, 0.3))
+    metric = DAGMetric("Headings", headings_dag())
+    assert metric.measure(CASE, judge) == pytest.approx(0.4)
+    path = metric.trace["path"]
+    assert [s["type"] for s in path] == ["task", "binary", "choice"]
+    assert path[0]["output"] == "Intro, Body"
+    assert path[1]["verdict"] == "Yes" and path[1]["probabilities"] == {"Yes": 0.8, "No": 0.2}
+    assert path[2]["verdict"] == "Two are out of order"
+    assert metric.trace["path_probability"] == pytest.approx(0.8 * 0.5)
+    assert metric.reason == "Because." and metric.success is False
+    assert judge.kinds() == ["generate", "choose", "choose", "generate"]
+
+
+def test_options_keep_declared_order_and_nodes_share_the_case_prefix():
+    judge = judge_for()
+    DAGMetric("Headings", headings_dag(), include_reason=False).measure(CASE, judge)
+    prompts = [prompt for _, prompt, _ in judge.calls]
+    assert judge.calls[2][2] == ORDER_OPTIONS
+    case_block = prompts[0].blocks
+    for prompt in prompts[1:]:
+        assert prompt.blocks[: len(case_block)] == case_block
+        assert prompt.blocks[len(case_block)] == "Summary headings:\nIntro, Body\n\n"
+
+
+def test_several_scoring_leaves_take_the_lowest_whatever_the_declaration_order():
+    # the article's graph: the task node also points at the order node directly, so when
+    # headings are missing (score 0) the order node still runs and fires its own leaf
+    for extra_first in (False, True):
+        dag = headings_dag(extra_task_edge=True)
+        if extra_first:
+            dag.root_nodes[0].children.reverse()
+            dag = DeepAcyclicGraph(dag.root_nodes)
+        metric = DAGMetric("Headings", dag, include_reason=False)
+        metric.measure(CASE, judge_for(present=(0.1, 0.9), order=(0.9, 0.05, 0.05)))
+        assert metric.score == 0.0
+        assert sorted(leaf["score"] for leaf in metric.trace["leaves"]) == [0.0, 1.0]
+        assert metric.trace["combine"] == "min"
+
+
+def test_join_runs_once_after_all_live_parents_and_sees_both_outputs():
+    judge_node = BinaryJudgementNode("Do the two lists agree?",
+                                     children=[VerdictNode(True, score=10), VerdictNode(False, score=3)])
+    a = TaskNode("List claims.", "Claims", children=[judge_node], evaluation_params=OUT)
+    b = TaskNode("List facts.", "Facts", children=[judge_node], evaluation_params=OUT)
+    judge = FakeJudge(choices={"agree": [0.9, 0.1]}, texts={"claims": "c1", "facts": "f1"})
+    metric = DAGMetric("Join", DeepAcyclicGraph([a, b]), include_reason=False)
+    assert metric.measure(CASE, judge) == 1.0
+    assert judge.kinds() == ["generate", "generate", "choose"]
+    blocks = judge.calls[2][1].blocks
+    assert blocks[-2:] == ("Claims:\nc1\n\n", "Facts:\nf1\n\n")
+
+
+def test_expected_score_sums_path_probability_times_leaf_score():
+    metric = DAGMetric("Headings", headings_dag(), include_reason=False, soft=True)
+    metric.measure(CASE, judge_for())
+    expected = 0.8 * (0.5 * 1.0 + 0.3 * 0.4 + 0.2 * 0.2) + 0.2 * 0.0
+    assert metric.expected_score == pytest.approx(expected)
+    assert metric.trace["explored_mass"] == pytest.approx(1.0)
+    assert metric.score == 1.0  # the hard walk is unchanged
+    assert len(metric.trace["walks"]) == 4
+
+
+def test_probability_floor_prunes_unlikely_walks_and_renormalises():
+    metric = DAGMetric("Headings", headings_dag(), include_reason=False, soft=True, soft_floor=0.2)
+    metric.measure(CASE, judge_for())
+    mass = 0.8 * 0.5 + 0.8 * 0.3 + 0.2
+    assert metric.trace["explored_mass"] == pytest.approx(mass)
+    assert metric.expected_score == pytest.approx((0.8 * 0.5 * 1.0 + 0.8 * 0.3 * 0.4) / mass)
+
+
+def test_a_geval_leaf_keeps_its_steps_rubric_and_strict_mode():
+    graded = GEval("Quality", evaluation_params=OUT, evaluation_steps=["Check the body."],
+                   rubric=[Rubric((0, 4), "poor"), Rubric((5, 8), "good")])
+    strict = GEval("Gate", evaluation_params=OUT, evaluation_steps=["Gate it."], strict_mode=True)
+    root = BinaryJudgementNode("Are all three headings present?", evaluation_params=OUT,
+                               children=[VerdictNode(True, child=graded), VerdictNode(False, child=strict)])
+    judge = FakeJudge(choices={"present": [0.7, 0.3]}, scores={"how well": [0.0] * 8 + [1.0]})
+    metric = DAGMetric("Mixed", DeepAcyclicGraph([root]), include_reason=False)
+    assert metric.measure(CASE, judge) == pytest.approx(1.0)
+    kind, prompt, score_range = judge.calls[1]
+    assert kind == "score" and score_range == (0, 8)
+    assert "Check the body." in prompt.blocks[-1] and "5-8: good" in prompt.blocks[-1]
+    judge = FakeJudge(choices={"present": [0.2, 0.8], "fully meet": [0.9, 0.1]})
+    assert metric.measure(CASE, judge) == 1.0
+    assert judge.calls[1][2] == ("Yes", "No")
+    assert metric.trace["leaves"][0]["metric"]["metric"] == "Gate"
+
+
+def test_same_case_same_answers_same_result():
+    a = DAGMetric("H", headings_dag(), soft=True)
+    b = DAGMetric("H", headings_dag(), soft=True)
+    a.measure(CASE, judge_for())
+    b.measure(CASE, judge_for())
+    assert a.result.to_dict() | {"seconds": 0} == b.result.to_dict() | {"seconds": 0}

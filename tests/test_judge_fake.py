@@ -1,0 +1,87 @@
+"""Judge primitives on a fake runtime with scripted logits: arithmetic, token counting,
+context overflow, generation budget."""
+
+import numpy as np
+import pytest
+
+from anvil_local.errors import ContextOverflow
+from anvil_local.judge import Prompt
+from tests.fakes import IM_END, N_VOCAB, FakeRuntime, answer_text, fake_judge, logits_from
+
+BLOCKS = ("Header.\n\n", "Input:\nA document.\n\n", "Actual Output:\nA summary.\n\n")
+
+
+def scripted(table):
+    """Logits chosen by the text generated so far in the answer."""
+
+    def script(tokens):
+        runtime = FakeRuntime()
+        return logits_from(table.get(answer_text(runtime, tokens), {IM_END: 1.0}))
+
+    return script
+
+
+def test_score_reads_every_integer_including_ten():
+    # first digit: "1" 0.4, "7" 0.6; after "1": end 0.25, "0" 0.75
+    judge = fake_judge(scripted({"": {"1": 0.4, "7": 0.6}, "1": {IM_END: 0.25, "0": 0.75}}))
+    result = judge.score(Prompt(BLOCKS, "Score?"), 0, 10)
+    dist = result.distribution()
+    assert list(dist) == list(range(11))
+    assert dist[1] == pytest.approx(0.1)
+    assert dist[10] == pytest.approx(0.3)
+    assert dist[7] == pytest.approx(0.6)
+    assert sum(dist.values()) == pytest.approx(1.0)
+    assert result.weighted == pytest.approx(1 * 0.1 + 10 * 0.3 + 7 * 0.6)
+    assert result.most_likely == 7
+
+
+def test_no_and_none_are_both_reachable():
+    judge = fake_judge(scripted({"": {"N": 1.0}, "N": {"o": 1.0},
+                                 "No": {IM_END: 0.2, "n": 0.8}, "Non": {"e": 1.0}}))  # fmt: skip
+    result = judge.choose(Prompt(BLOCKS, "No or None?"), ["No", "None"])
+    assert result.distribution() == pytest.approx({"No": 0.2, "None": 0.8})
+    assert result.choice == "None"
+
+
+def test_a_second_question_evaluates_only_the_new_suffix():
+    judge = fake_judge()
+    runtime = judge.runtime
+    first = judge.choose(Prompt(BLOCKS, "First question?"), ["Yes", "No"])
+    second = judge.choose(Prompt(BLOCKS, "Second question, longer?"), ["Yes", "No"])
+    assert first.usage.reused_tokens == 0
+    assert first.usage.evaluated_tokens == first.usage.prompt_tokens
+    shared = len(judge.prompt_tokens(Prompt(BLOCKS, "")))
+    tail = len(runtime.tokenize("<|im_end|>\n<|im_start|>assistant\n", special=True))
+    assert second.usage.reused_tokens == shared - tail
+    question = len("Second question, longer?")
+    assert second.usage.evaluated_tokens == question + tail
+
+
+def test_choice_keeps_declared_order_and_reports_every_option():
+    judge = fake_judge(scripted({"": {"B": 0.5, "A": 0.3, "C": 0.2}}))
+    result = judge.choose(Prompt(BLOCKS, "Pick"), ["C", "A", "B"])
+    assert result.options == ("C", "A", "B")
+    assert result.probabilities == pytest.approx((0.2, 0.3, 0.5))
+    assert result.choice == "B"
+
+
+def test_context_overflow_is_a_typed_error_naming_tokens_and_limit():
+    judge = fake_judge(n_ctx=64)
+    with pytest.raises(ContextOverflow) as info:
+        judge.choose(Prompt(BLOCKS, "Q?", case_id="case-7"), ["Yes", "No"])
+    assert info.value.limit == 64 and info.value.tokens > 64
+    assert "case-7" in str(info.value) and "64" in str(info.value)
+
+
+def test_generate_stops_at_end_of_turn_or_budget():
+    judge = fake_judge(scripted({"": {"h": 1.0}, "h": {"i": 1.0}, "hi": {IM_END: 1.0}}))
+    done = judge.generate(Prompt(BLOCKS, "Say hi"), max_tokens=10)
+    assert (done.text, done.finished, done.tokens) == ("hi", True, 2)
+    cut = judge.generate(Prompt(BLOCKS, "Say hi"), max_tokens=1)
+    assert (cut.text, cut.finished) == ("h", False)
+
+
+def test_duplicate_options_are_rejected():
+    judge = fake_judge(lambda t: np.zeros(N_VOCAB, dtype=np.float32))
+    with pytest.raises(ValueError):
+        judge.choose(Prompt(BLOCKS, "?"), ["Yes", " Yes"])
