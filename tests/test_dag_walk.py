@@ -24,16 +24,23 @@ ORDER_OPTIONS = ("Yes", "Two are out of order", "All out of order")
 def headings_dag(extra_task_edge: bool = False) -> DeepAcyclicGraph:
     order = NonBinaryJudgementNode(
         criteria="Are the headings in order?",
-        children=[VerdictNode("Yes", score=10), VerdictNode("Two are out of order", score=4),
-                  VerdictNode("All out of order", score=2)],
+        children=[
+            VerdictNode("Yes", score=10),
+            VerdictNode("Two are out of order", score=4),
+            VerdictNode("All out of order", score=2),
+        ],
     )
     present = BinaryJudgementNode(
         criteria="Are all three headings present?",
         children=[VerdictNode(False, score=0), VerdictNode(True, child=order)],
     )
     children = [present, order] if extra_task_edge else [present]
-    extract = TaskNode(instructions="Extract the headings.", output_label="Summary headings",
-                       children=children, evaluation_params=OUT)
+    extract = TaskNode(
+        instructions="Extract the headings.",
+        output_label="Summary headings",
+        children=children,
+        evaluation_params=OUT,
+    )
     return DeepAcyclicGraph([extract])
 
 
@@ -85,8 +92,10 @@ def test_several_scoring_leaves_take_the_lowest_whatever_the_declaration_order()
 
 
 def test_join_runs_once_after_all_live_parents_and_sees_both_outputs():
-    judge_node = BinaryJudgementNode("Do the two lists agree?",
-                                     children=[VerdictNode(True, score=10), VerdictNode(False, score=3)])
+    judge_node = BinaryJudgementNode(
+        "Do the two lists agree?",
+        children=[VerdictNode(True, score=10), VerdictNode(False, score=3)],
+    )
     a = TaskNode("List claims.", "Claims", children=[judge_node], evaluation_params=OUT)
     b = TaskNode("List facts.", "Facts", children=[judge_node], evaluation_params=OUT)
     judge = FakeJudge(choices={"agree": [0.9, 0.1]}, texts={"claims": "c1", "facts": "f1"})
@@ -116,11 +125,18 @@ def test_probability_floor_prunes_unlikely_walks_and_renormalises():
 
 
 def test_a_geval_leaf_keeps_its_steps_rubric_and_strict_mode():
-    graded = GEval("Quality", evaluation_params=OUT, evaluation_steps=["Check the body."],
-                   rubric=[Rubric((0, 4), "poor"), Rubric((5, 8), "good")])
+    graded = GEval(
+        "Quality",
+        evaluation_params=OUT,
+        evaluation_steps=["Check the body."],
+        rubric=[Rubric((0, 4), "poor"), Rubric((5, 8), "good")],
+    )
     strict = GEval("Gate", evaluation_params=OUT, evaluation_steps=["Gate it."], strict_mode=True)
-    root = BinaryJudgementNode("Are all three headings present?", evaluation_params=OUT,
-                               children=[VerdictNode(True, child=graded), VerdictNode(False, child=strict)])
+    root = BinaryJudgementNode(
+        "Are all three headings present?",
+        evaluation_params=OUT,
+        children=[VerdictNode(True, child=graded), VerdictNode(False, child=strict)],
+    )
     judge = FakeJudge(choices={"present": [0.7, 0.3]}, scores={"how well": [0.0] * 8 + [1.0]})
     metric = DAGMetric("Mixed", DeepAcyclicGraph([root]), include_reason=False)
     assert metric.measure(CASE, judge) == pytest.approx(1.0)

@@ -20,11 +20,25 @@ def make(**kw):
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        pytest.param({"evaluation_steps": None}, "Either 'criteria' or 'evaluation_steps'", id="neither"),
-        pytest.param({"criteria": "   "}, "Criteria provided cannot be an empty string", id="blank-criteria"),
-        pytest.param({"evaluation_steps": []}, "'evaluation_steps' must not be an empty list", id="empty-steps"),
-        pytest.param({"evaluation_params": []}, "evaluation_params cannot be an empty list", id="empty-params"),
-        pytest.param({"evaluation_params": None}, "GEval requires evaluation_params", id="no-params"),
+        pytest.param(
+            {"evaluation_steps": None}, "Either 'criteria' or 'evaluation_steps'", id="neither"
+        ),
+        pytest.param(
+            {"criteria": "   "}, "Criteria provided cannot be an empty string", id="blank-criteria"
+        ),
+        pytest.param(
+            {"evaluation_steps": []},
+            "'evaluation_steps' must not be an empty list",
+            id="empty-steps",
+        ),
+        pytest.param(
+            {"evaluation_params": []},
+            "evaluation_params cannot be an empty list",
+            id="empty-params",
+        ),
+        pytest.param(
+            {"evaluation_params": None}, "GEval requires evaluation_params", id="no-params"
+        ),
         pytest.param({"threshold": 1.5}, "threshold must be between 0 and 1", id="threshold"),
         pytest.param({"name": ""}, "non-empty 'name'", id="name"),
     ],
@@ -48,7 +62,9 @@ def test_rubric_range_rules(score_range, message):
 
 
 def test_rubric_overlaps_are_rejected_and_gaps_allowed():
-    with pytest.raises(MetricDefinitionError, match=r"Overlapping score ranges: \(0, 5\) and \(5, 10\)"):
+    with pytest.raises(
+        MetricDefinitionError, match=r"Overlapping score ranges: \(0, 5\) and \(5, 10\)"
+    ):
         make(rubric=[Rubric((5, 10), "good"), Rubric((0, 5), "bad")])
     metric = make(rubric=[Rubric((7, 9), "good"), Rubric((1, 3), "bad")])
     assert [r.score_range for r in metric.rubric] == [(1, 3), (7, 9)]
@@ -102,7 +118,9 @@ def test_strict_mode_is_a_binary_verdict_with_both_probabilities():
 def test_reason_comes_after_the_score_and_does_not_change_it():
     judge = FakeJudge(scores={"how well": [0.1] * 10 + [0.0]}, texts={"reason": "Fine."})
     with_reason = make().run(CASE, judge)
-    without = make(include_reason=False).run(CASE, FakeJudge(scores={"how well": [0.1] * 10 + [0.0]}))
+    without = make(include_reason=False).run(
+        CASE, FakeJudge(scores={"how well": [0.1] * 10 + [0.0]})
+    )
     assert judge.kinds() == ["score", "generate"]
     assert with_reason.reason == "Fine." and without.reason is None
     assert with_reason.score == without.score
@@ -133,4 +151,8 @@ def test_round_trip_through_a_dict():
 
 
 def test_parse_numbered_steps():
-    assert parse_steps("1. First step.\n2.  Second\n\n3. Third") == ["First step.", "Second", "Third"]
+    assert parse_steps("1. First step.\n2.  Second\n\n3. Third") == [
+        "First step.",
+        "Second",
+        "Third",
+    ]
