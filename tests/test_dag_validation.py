@@ -151,7 +151,7 @@ def test_cycles_are_rejected():
     below = NonBinaryJudgementNode("Q2?")
     top.add_verdict("go", then=below)
     below.add_verdict("back", then=top)
-    with pytest.raises(ValueError, match="Cycle detected in DAG graph."):
+    with pytest.raises(ValueError, match=r"Cycle detected in DAG graph\."):
         DeepAcyclicGraph([top])
 
 
