@@ -38,6 +38,16 @@ def default_model_path() -> Path:
             os.environ[DATA_DIR_ENV] = saved
 
 
+@pytest.fixture
+def real_data_dir(monkeypatch: pytest.MonkeyPatch, default_model_path: Path) -> Path:
+    """Point the data dir back at where the default model is, for code that resolves it."""
+    if _REAL_DATA_DIR is None:
+        monkeypatch.delenv(DATA_DIR_ENV)
+    else:
+        monkeypatch.setenv(DATA_DIR_ENV, _REAL_DATA_DIR)
+    return default_model_path
+
+
 @pytest.fixture(scope="session")
 def judge(default_model_path: Path):
     """One loaded default model for the whole session (as a worker process would)."""

@@ -3,7 +3,7 @@
 import pytest
 
 from anvil_local import GEval, LLMTestCase, Rubric, SingleTurnParams
-from anvil_local.errors import MetricDefinitionError, MissingParamError
+from anvil_local.errors import GenerationError, MetricDefinitionError, MissingParamError
 from anvil_local.metrics.geval import parse_steps
 from tests.fakes import IM_END, FakeJudge, FakeRuntime, answer_text, fake_judge, logits_from
 
@@ -127,7 +127,7 @@ def test_reason_comes_after_the_score_and_does_not_change_it():
 
 
 def test_steps_are_generated_once_per_definition_and_model():
-    judge = FakeJudge(texts={"evaluation steps": "1. Read it.\n2. Check flow.\n3. Score it."})
+    judge = FakeJudge(texts={"numbered steps": "1. Read it.\n2. Check flow.\n3. Score it."})
     metric = make(evaluation_steps=None, criteria="Coherence of the summary.", include_reason=False)
     for i in range(5):
         metric.run(LLMTestCase(input="doc", actual_output=f"summary {i}"), judge)
@@ -156,3 +156,9 @@ def test_parse_numbered_steps():
         "Second",
         "Third",
     ]
+
+
+def test_steps_that_cannot_be_parsed_are_an_error_not_an_empty_list():
+    metric = make(evaluation_steps=None, criteria="Coherence.", include_reason=False)
+    with pytest.raises(GenerationError, match="pin evaluation_steps"):
+        metric.run(CASE, FakeJudge(texts={"numbered steps": "no numbers here"}))

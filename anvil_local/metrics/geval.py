@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from anvil_local.errors import MetricDefinitionError, MetricTypeError
+from anvil_local.errors import GenerationError, MetricDefinitionError, MetricTypeError
 from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.results import Usage
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_threshold
@@ -25,7 +25,7 @@ from anvil_local.testcase import LLMTestCase, SingleTurnParams, as_param, param_
 
 log = logging.getLogger(__name__)
 
-STEPS_PROMPT_VERSION = "1"
+STEPS_PROMPT_VERSION = "2"
 REASON_MAX_TOKENS = 80
 _STEP = r"[^\n]{8,150}"
 STEPS_REGEX = rf"1\. {_STEP}\n2\. {_STEP}\n3\. {_STEP}(\n4\. {_STEP})?"
@@ -234,17 +234,18 @@ class GEval(BaseMetric):
     def generate_steps(self, judge: Any) -> list[str]:
         """Ask the judge for 3-4 evaluation steps (grammar-constrained to a numbered list)."""
         self.steps_generated += 1
-        blocks = (
-            "You are writing instructions for a judge who will evaluate a test case.\n\n",
-            f"Criteria:\n{self.criteria.strip()}\n\n",  # type: ignore[union-attr]
-            f"The judge will see {fields_phrase(self.evaluation_params)}.\n\n",
-        )
+        blocks = (f"Criteria:\n{self.criteria.strip()}\n\n",)  # type: ignore[union-attr]
         question = (
-            "Write 3 or 4 short evaluation steps the judge should follow to check the criteria. "
-            "Number them and put one step per line."
+            "Turn these criteria into 3 or 4 numbered steps for a judge checking "
+            f"{fields_phrase(self.evaluation_params)}. Each step must check something different."
         )
         result = judge.generate(Prompt(blocks, question), max_tokens=700, regex=STEPS_REGEX)
         steps = parse_steps(result.text)
+        if not steps:
+            raise GenerationError(
+                f"the judge wrote no evaluation steps for {self.name!r}; "
+                "pin evaluation_steps in the metric"
+            )
         log.info("generated %d evaluation steps for %s", len(steps), self.name)
         return steps
 

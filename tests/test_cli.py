@@ -1,0 +1,120 @@
+"""CLI boundary: bad input is one `Error:` line and exit code 2, never a traceback."""
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from anvil_local.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+HEADINGS = str(ROOT / "examples" / "headings.toml")
+CASES = str(ROOT / "examples" / "meeting_summaries.jsonl")
+
+
+def run(args):
+    return CliRunner().invoke(main, args)
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("args", "start"),
+    [
+        pytest.param(
+            ["eval", "--metric", "nope.toml", "--data", CASES],
+            "Error: nope.toml: no such metric file",
+            id="unknown-metric-file",
+        ),
+        pytest.param(
+            ["eval", "--metric", HEADINGS, "--data", "nope.jsonl"],
+            "Error: nope.jsonl: no such file",
+            id="unknown-data-file",
+        ),
+        pytest.param(
+            ["eval", "--metric", HEADINGS, "--data", CASES, "--model", "/no/model.gguf"],
+            "Error: no model file at /no/model.gguf",
+            id="missing-model",
+        ),
+        pytest.param(
+            ["eval", "--metric", HEADINGS, "--data", CASES, "--model", "nosuchmodel"],
+            "Error: unknown model 'nosuchmodel'",
+            id="unknown-model",
+        ),
+        pytest.param(
+            ["eval", "--metric", HEADINGS, "--data", CASES, "--field", "nonsense"],
+            "Error: --field expects param=column",
+            id="bad-field",
+        ),
+        pytest.param(
+            ["explain", "--metric", HEADINGS],
+            "Error: give --case JSON, or --data FILE with --id ID",
+            id="explain-no-case",
+        ),
+        pytest.param(
+            ["explain", "--metric", HEADINGS, "--case", "{oops"],
+            "Error: --case is not valid JSON",
+            id="explain-bad-json",
+        ),
+        pytest.param(
+            ["explain", "--metric", HEADINGS, "--data", CASES, "--id", "zzz"],
+            f"Error: {CASES}: no case with id 'zzz'",
+            id="explain-unknown-id",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, start):
+    result = run(args)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(start)
+    assert len(result.output.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+
+
+def test_bad_jsonl_line_names_its_line(tmp_path: Path):
+    data = write(tmp_path, "c.jsonl", '{"actual_output": "fine"}\n{"actual_output": \n')
+    result = run(["eval", "--metric", HEADINGS, "--data", data])
+    assert result.exit_code == 2
+    assert result.output == f"Error: {data}:2: invalid JSON: Expecting value\n"
+
+
+def test_missing_field_names_case_field_and_metric(tmp_path: Path):
+    data = write(tmp_path, "c.jsonl", '{"id": "a", "input": "no output here"}\n')
+    result = run(["eval", "--metric", HEADINGS, "--data", data])
+    assert result.exit_code == 2
+    assert result.output == (
+        f"Error: {data}:1: case 'a' has no 'actual_output', which metric 'Summary headings' needs\n"
+    )
+
+
+def test_invalid_metric_file_is_exit_2(tmp_path: Path):
+    bad = write(
+        tmp_path,
+        "bad.toml",
+        'type = "dag"\nname = "x"\n[nodes.a]\ntype = "binary"\ncriteria = "Q"\n',
+    )
+    result = run(["eval", "--metric", bad, "--data", CASES])
+    assert result.exit_code == 2
+    assert result.output.startswith(
+        f"Error: {bad}: node 'a': a judgement node needs a 'verdicts' list"
+    )
+
+
+def test_validate_reports_each_file(tmp_path: Path):
+    bad = write(tmp_path, "bad.json", "[]")
+    result = run(["validate", HEADINGS, bad])
+    assert result.exit_code == 2
+    assert f"{HEADINGS}: OK (DAG 'Summary headings')" in result.output
+    assert f"Error: {bad}: a metric file holds one object" in result.output
+    assert run(["validate", HEADINGS]).exit_code == 0
+
+
+def test_help_texts_list_every_command():
+    result = run(["--help"])
+    for command in ("eval", "explain", "models", "steps", "validate"):
+        assert command in result.output
+    assert "--jobs" in run(["eval", "--help"]).output
