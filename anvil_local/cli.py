@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -100,11 +101,17 @@ def settings_from(kwargs: dict[str, Any]) -> Any:
     )
 
 
-def _progress_bar(total: int, label: str, enabled: bool):
+def _progress_bar(total: int, label: str, enabled: bool, show_item: bool = False):
     if not enabled or total <= 0:
         return None
     return click.progressbar(
-        length=total, label=label, file=sys.stderr, show_eta=True, show_pos=True, width=24
+        length=total,
+        label=label,
+        file=sys.stderr,
+        show_eta=True,
+        show_pos=True,
+        width=24,
+        item_show_func=(lambda item: item) if show_item else None,
     )
 
 
@@ -253,6 +260,11 @@ def steps(metric_file: Path, model: str | None, **kwargs: Any) -> None:
 @click.option("--id", "case_id", default=None, help="The case id within --data.")
 @click.option("--field", "fields", multiple=True, metavar="PARAM=COLUMN")
 @click.option("--soft", is_flag=True, help="DAG: also walk other branches; show expected score.")
+@click.option(
+    "--decode-check",
+    is_flag=True,
+    help="DAG: also show what a grammar-constrained greedy decoder answers at each node.",
+)
 @click.option("--no-reason", is_flag=True, help="Do not generate a reason.")
 @model_options
 def explain(
@@ -262,6 +274,7 @@ def explain(
     case_id: str | None,
     fields: tuple[str, ...],
     soft: bool,
+    decode_check: bool,
     no_reason: bool,
     model: str | None,
     **kwargs: Any,
@@ -273,8 +286,9 @@ def explain(
     from anvil_local.spec import load_metric
 
     metric = load_metric(metric_file)
-    if soft and hasattr(metric, "soft"):
-        metric.soft = True
+    if hasattr(metric, "soft"):  # a DAG
+        metric.soft = metric.soft or soft
+        metric.decode_check = decode_check
     mapping = parse_field_map(fields)
     if case_json is not None:
         try:
@@ -378,6 +392,7 @@ def eval_command(
     rows = read_cases(data_file, parse_field_map(fields))
     show = sys.stderr.isatty() if progress is None else progress
     bar = None
+    started = time.monotonic()
 
     def on_line(line: Any, done: int, total: int) -> None:
         nonlocal bar
@@ -385,9 +400,10 @@ def eval_command(
             click.echo(json.dumps(line.to_dict(), ensure_ascii=False))
         if show:
             if bar is None:
-                bar = _progress_bar(total, "judging", True)
+                bar = _progress_bar(total, "judging", True, show_item=True)
                 bar.__enter__()
-            bar.update(1)
+            rate = (time.monotonic() - started) / done
+            bar.update(1, current_item=f"{rate:.2f} s/result")
 
     try:
         outcome = evaluate(

@@ -60,6 +60,7 @@ def pull(entry: ModelEntry, progress: Progress | None = None, force: bool = Fals
                 f"model {entry.name!r}: fetched {written} bytes with sha256 {digest.hexdigest()}, "
                 f"expected {entry.size} bytes with sha256 {entry.sha256}; nothing was kept"
             )
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a model file is not a secret
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

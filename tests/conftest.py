@@ -10,6 +10,8 @@ import pytest
 
 from anvil_local.catalogue import DATA_DIR_ENV
 
+pytest_plugins = ["pytester"]
+
 _REAL_DATA_DIR = os.environ.get(DATA_DIR_ENV)
 
 

@@ -136,5 +136,9 @@ class FakeJudge:
         text = self._lookup(self.texts, prompt.question, "generated text")
         return GenerationResult(text, len(text), True, Usage(10, 5, 5, 1), 0.001)
 
+    def decode_choice(self, prompt: Prompt, options: Sequence[str]) -> str:
+        self.calls.append(("decode", prompt, tuple(options)))
+        return self._lookup(self.texts, prompt.question, options[-1])
+
     def kinds(self) -> list[str]:
         return [kind for kind, _, _ in self.calls]

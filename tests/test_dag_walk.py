@@ -155,3 +155,16 @@ def test_same_case_same_answers_same_result():
     a.measure(CASE, judge_for())
     b.measure(CASE, judge_for())
     assert a.result.to_dict() | {"seconds": 0} == b.result.to_dict() | {"seconds": 0}
+
+
+def test_decode_check_records_what_a_constrained_decoder_answers():
+    judge = judge_for()
+    metric = DAGMetric("Headings", headings_dag(), include_reason=False, decode_check=True)
+    metric.measure(CASE, judge)
+    steps = [s for s in metric.trace["path"] if s["type"] != "task"]
+    assert [s["decoded"] for s in steps] == ["No", "All out of order"]  # the fake's answer
+    assert [s["verdict"] for s in steps] == [
+        "Yes",
+        "Yes",
+    ]  # verdicts still follow the probabilities
+    assert "decode" not in str(metric.to_dict())  # a diagnostic, not part of the definition

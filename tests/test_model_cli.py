@@ -219,3 +219,31 @@ def test_readme_anvil_commands_run(real_data_dir: Path, tmp_path: Path, monkeypa
         assert result.exit_code in (0, 1), (args, result.output)
     assert len(lines(tmp_path / "results.jsonl")) == 4
     assert os.path.getsize(tmp_path / "summeval.xml") > 0
+
+
+def test_pytest_fixture_and_assert_test_gate_a_suite(pytester, default_model_path: Path):
+    pytester.makepyfile(
+        f"""
+        from anvil_local import LLMTestCase, assert_test, load_metric
+
+        CASE = LLMTestCase(input="Notes.", actual_output="Intro\\nHi\\nBody\\nX\\nConclusion\\nY")
+
+        def test_passes(anvil_judge):
+            metric = load_metric({str(ROOT / "examples" / "headings.toml")!r})
+            for node in metric.dag.order:
+                if getattr(node, "score", None) is not None:
+                    node.score = 10
+            assert_test(CASE, [metric], model=anvil_judge)
+
+        def test_fails(anvil_judge):
+            metric = load_metric({str(ROOT / "examples" / "headings.toml")!r})
+            metric.threshold = 1.0
+            for node in metric.dag.order:
+                if getattr(node, "score", None) is not None:
+                    node.score = 2
+            assert_test(CASE, [metric], model=anvil_judge)
+        """
+    )
+    result = pytester.runpytest_subprocess(f"--anvil-model={default_model_path}", "-q")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*Summary headings: score 0.200 < threshold 1.0*"])

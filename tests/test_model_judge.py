@@ -96,3 +96,11 @@ def test_generate_is_bounded_and_a_grammar_forces_valid_json(judge: Judge):
         Prompt(BLOCKS, "List the places named in the input as JSON."), 120, schema=schema
     )
     assert again.text == listed.text
+
+
+def test_grammar_constrained_decode_answers_one_of_the_options(judge: Judge):
+    prompt = Prompt(BLOCKS, "Reply with the single word None.")
+    assert judge.decode_choice(prompt, ["No", "None"]) == "None"  # a prefix option stays reachable
+    for question in ("Is it faithful?", "Is it long?"):
+        decoded = judge.decode_choice(Prompt(BLOCKS, question), ["Yes", "Partly", "No"])
+        assert decoded in ("Yes", "Partly", "No")

@@ -159,3 +159,21 @@ def test_assert_test_lists_each_failing_metric():
         assert_test(cases(1)[0], [metric(), metric("Strict", threshold=0.9)], model=judge)
     assert "Strict: score 0.850 < threshold 0.9" in str(info.value)
     assert "Coherence" not in str(info.value)
+
+
+def test_big_groups_are_split_evenly_for_several_workers():
+    from anvil_local.run.dataset import rows_from_cases
+    from anvil_local.run.schedule import group_by_prefix, split_for_workers
+
+    mixed = [
+        LLMTestCase(input=d, actual_output=f"{d}{i}", id=f"{d}{i}")
+        for d in "ABC"
+        for i in range(16)
+    ]
+    rows = rows_from_cases(mixed)
+    groups = group_by_prefix(rows)
+    assert [len(g) for g in groups] == [16, 16, 16]
+    chunks = split_for_workers(groups, 2)
+    assert [len(c) for c in chunks] == [8] * 6
+    assert all(len({r.case.input for r in c}) == 1 for c in chunks)  # a chunk never mixes inputs
+    assert split_for_workers(groups, 1) == groups

@@ -9,6 +9,7 @@ are prefixes of one another.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 
@@ -25,6 +26,10 @@ class GrammarFactory:
         if key not in self._cache:
             self._cache[key] = self._backend.get_json_schema_logits_processor(json.dumps(schema))
         return self._cache[key]
+
+    def choice(self, options: list[str]) -> Any:
+        """Exactly one of `options` (order kept; prefixes such as No/None both allowed)."""
+        return self.regex("(" + "|".join(re.escape(o) for o in options) + ")")
 
     def regex(self, pattern: str) -> Any:
         key = "regex:" + pattern

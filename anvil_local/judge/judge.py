@@ -174,26 +174,7 @@ class Judge:
             processor = self.runtime.grammars().json_schema(schema)
         elif regex is not None:
             processor = self.runtime.grammars().regex(regex)
-        if processor is not None:
-            processor.reset()
-        logits, reused, evaluated = self.runtime.evaluate(tokens)
-        sequence = list(tokens)
-        out: list[int] = []
-        finished = False
-        end_ids = set(self.runtime.end_ids)
-        while True:
-            if processor is not None:
-                logits = processor(np.asarray(sequence, dtype=np.int64), logits)
-            token = int(np.argmax(logits))
-            if token in end_ids:
-                finished = True
-                break
-            out.append(token)
-            sequence.append(token)
-            if len(out) >= max_tokens:
-                break
-            logits, _, n = self.runtime.evaluate(sequence)
-            evaluated += n
+        out, finished, reused, evaluated = self._greedy(tokens, max_tokens, processor)
         usage = self._record(Usage(len(tokens), reused, evaluated, 1))
         text = self.runtime.detokenize(out)
         if processor is not None and not finished:
@@ -201,6 +182,43 @@ class Judge:
                 f"constrained output did not complete within {max_tokens} tokens: {text[:80]!r}..."
             )
         return GenerationResult(text, len(out), finished, usage, time.perf_counter() - start)
+
+    def _greedy(
+        self, tokens: list[int], max_tokens: int, processor: Any = None
+    ) -> tuple[list[int], bool, int, int]:
+        """Greedy decode after `tokens` (masked by a grammar processor if given); returns
+        (new tokens, ended by itself, tokens reused, tokens evaluated)."""
+        if processor is not None:
+            processor.reset()
+        logits, reused, evaluated = self.runtime.evaluate(tokens)
+        sequence = list(tokens)
+        out: list[int] = []
+        end_ids = set(self.runtime.end_ids)
+        while True:
+            if processor is not None:
+                logits = processor(np.asarray(sequence, dtype=np.int64), logits)
+            token = int(np.argmax(logits))
+            if token in end_ids:
+                return out, True, reused, evaluated
+            out.append(token)
+            sequence.append(token)
+            if len(out) >= max_tokens:
+                return out, False, reused, evaluated
+            logits, _, n = self.runtime.evaluate(sequence)
+            evaluated += n
+
+    def decode_choice(self, prompt: Prompt, options: Sequence[str]) -> str:
+        """What a greedy decoder constrained to `options` answers: an outlines grammar (built
+        once per option set) applied in our own decode loop. Diagnostic only: the verdict of
+        `choose` is the most probable option, which this can differ from when options share a
+        prefix (the decoder commits to the likeliest first token, not the likeliest answer)."""
+        stripped = [str(o).strip() for o in options]
+        budget = max(len(o.encode("utf-8")) for o in stripped) + 1
+        tokens = self._checked_tokens(prompt, budget)
+        processor = self.runtime.grammars().choice(stripped)
+        out, _, reused, evaluated = self._greedy(tokens, budget, processor)
+        self._record(Usage(len(tokens), reused, evaluated, 1))
+        return self.runtime.detokenize(out)
 
 
 _JUDGES: dict[tuple[str, JudgeSettings], Judge] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +11,9 @@ from typing import Any
 from anvil_local.errors import MetricDefinitionError
 from anvil_local.judge.results import Usage
 from anvil_local.testcase import LLMTestCase
+
+#: Reasons are short: a sentence or two, bounded so they cannot dominate the run time.
+REASON_MAX_TOKENS = 80
 
 
 @dataclass
@@ -91,6 +95,34 @@ class BaseMetric(ABC):
 
             sys.stdout.write(render_result(result) + "\n")
         return result.score if result.score is not None else 0.0
+
+    def conclude(
+        self,
+        judge: Any,
+        reason_prompt: Any,
+        include_reason: bool | None,
+        score: float,
+        trace: dict[str, Any],
+        usage: Usage,
+        start: float,
+    ) -> MetricResult:
+        """The result of a judged case; the reason (if wanted) is generated last, after the
+        score is fixed, so the score never depends on it."""
+        reason = None
+        if self.include_reason if include_reason is None else include_reason:
+            generated = judge.generate(reason_prompt, REASON_MAX_TOKENS)
+            reason = generated.text.strip()
+            usage = usage + generated.usage
+        return MetricResult(
+            metric=self.name,
+            score=score,
+            success=score >= self.threshold,
+            threshold=self.threshold,
+            reason=reason,
+            trace=trace,
+            usage=usage,
+            seconds=time.perf_counter() - start,
+        )
 
     def is_successful(self) -> bool:
         return bool(self.success)

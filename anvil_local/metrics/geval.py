@@ -18,7 +18,6 @@ from typing import Any
 
 from anvil_local.errors import GenerationError, MetricDefinitionError, MetricTypeError
 from anvil_local.judge.prompt import Prompt
-from anvil_local.judge.results import Usage
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_threshold
 from anvil_local.metrics.layout import case_blocks, fields_phrase
 from anvil_local.testcase import LLMTestCase, SingleTurnParams, as_param, param_title
@@ -26,7 +25,6 @@ from anvil_local.testcase import LLMTestCase, SingleTurnParams, as_param, param_
 log = logging.getLogger(__name__)
 
 STEPS_PROMPT_VERSION = "2"
-REASON_MAX_TOKENS = 80
 _STEP = r"[^\n]{8,150}"
 STEPS_REGEX = rf"1\. {_STEP}\n2\. {_STEP}\n3\. {_STEP}(\n4\. {_STEP})?"
 
@@ -308,26 +306,12 @@ class GEval(BaseMetric):
             )
             usage = result.usage
             summary = f"score {weighted:.2f} on {lo}-{hi}"
-        reason = None
-        want_reason = self.include_reason if include_reason is None else include_reason
-        if want_reason:
-            question = (
-                f"The evaluation gave {summary}. In one or two sentences, give the reason for "
-                "this result, referring to the evaluation steps."
-            )
-            generated = judge.generate(Prompt(blocks, question, case.label), REASON_MAX_TOKENS)
-            reason = generated.text.strip()
-            usage = usage + generated.usage
-        return MetricResult(
-            metric=self.name,
-            score=score,
-            success=score >= self.threshold,
-            threshold=self.threshold,
-            reason=reason,
-            trace=trace,
-            usage=usage if isinstance(usage, Usage) else Usage(),
-            seconds=time.perf_counter() - start,
+        question = (
+            f"The evaluation gave {summary}. In one or two sentences, give the reason for "
+            "this result, referring to the evaluation steps."
         )
+        reason_prompt = Prompt(blocks, question, case.label)
+        return self.conclude(judge, reason_prompt, include_reason, score, trace, usage, start)
 
     def required_params(self) -> list[SingleTurnParams]:
         return list(self.evaluation_params)

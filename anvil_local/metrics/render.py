@@ -66,6 +66,11 @@ def _render_dag(trace: dict[str, Any]) -> list[str]:
             first = step["question"].split("\n", 1)[0]
             lines.append(f"  - [{step['node']}] {first} -> {step['verdict']}")
             lines += _probs(step["probabilities"], step["verdict"])
+            if "decoded" in step:
+                agree = "agrees" if step["decoded"] == step["verdict"] else "DIFFERS"
+                lines.append(
+                    f"     grammar-constrained greedy decode: {step['decoded']!r} ({agree})"
+                )
     for leaf in trace["leaves"]:
         source = f" from {leaf['metric']['metric']}" if "metric" in leaf else ""
         lines.append(

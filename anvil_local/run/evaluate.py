@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import queue
+import signal
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -23,7 +24,7 @@ from anvil_local.metrics.base import BaseMetric, MetricResult
 from anvil_local.run.dataset import CaseRow, rows_from_cases
 from anvil_local.run.output import ResultWriter
 from anvil_local.run.records import EvaluationResult, ResultLine
-from anvil_local.run.schedule import group_by_prefix
+from anvil_local.run.schedule import group_by_prefix, split_for_workers
 from anvil_local.testcase import LLMTestCase
 
 log = logging.getLogger(__name__)
@@ -159,7 +160,7 @@ def evaluate(
             if pending:
                 todo.append((row, pending))
         if todo:
-            groups = group_by_prefix([row for row, _ in todo])
+            groups = split_for_workers(group_by_prefix([row for row, _ in todo]), jobs)
             work = {row.position: idx for row, idx in todo}
             plan = [[(row, work[row.position]) for row in group] for group in groups]
             if jobs == 1 or len(plan) == 1:
@@ -271,6 +272,8 @@ def _worker(
 ) -> None:
     """A worker process: load the model once, then judge whole prefix groups."""
     from anvil_local.spec.files import metric_from_dict
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
 
     try:
         judge = Judge.load(model.path, settings)

@@ -8,6 +8,7 @@ worker, back to back, prefills the shared part once per group instead of once pe
 from __future__ import annotations
 
 import json
+import math
 
 from anvil_local.run.dataset import CaseRow
 from anvil_local.testcase import SingleTurnParams
@@ -29,3 +30,21 @@ def group_by_prefix(rows: list[CaseRow]) -> list[list[CaseRow]]:
     for row in rows:
         groups.setdefault(prefix_key(row), []).append(row)
     return list(groups.values())
+
+
+def split_for_workers(groups: list[list[CaseRow]], jobs: int) -> list[list[CaseRow]]:
+    """Cut big groups into near-equal chunks so `jobs` workers finish together.
+
+    Each cut costs one more prefill of the shared part, so chunks stay as large as balance
+    allows: at most ceil(cases / (2 * jobs)) cases, largest chunks first.
+    """
+    if jobs <= 1:
+        return groups
+    total = sum(len(g) for g in groups)
+    limit = max(1, math.ceil(total / (2 * jobs)))
+    chunks: list[list[CaseRow]] = []
+    for group in groups:
+        parts = math.ceil(len(group) / limit)
+        size = math.ceil(len(group) / parts)
+        chunks += [group[i : i + size] for i in range(0, len(group), size)]
+    return sorted(chunks, key=len, reverse=True)

@@ -20,7 +20,6 @@ from anvil_local.metrics.layout import case_blocks
 from anvil_local.testcase import LLMTestCase, SingleTurnParams
 
 TASK_MAX_TOKENS = 160
-REASON_MAX_TOKENS = 80
 
 
 def task_question(node: TaskNode) -> str:
@@ -41,10 +40,17 @@ def visible_blocks(visible: Visible) -> tuple[str, ...]:
 class _JudgeAsker:
     """Turns walk requests into judge calls on one case."""
 
-    def __init__(self, case: LLMTestCase, judge: Any, params: list[SingleTurnParams]):
+    def __init__(
+        self,
+        case: LLMTestCase,
+        judge: Any,
+        params: list[SingleTurnParams],
+        decode_check: bool = False,
+    ) -> None:
         self.case = case
         self._judge = judge
         self.blocks = case_blocks(case, params)
+        self.decode_check = decode_check
 
     def _prompt(self, visible: Visible, question: str) -> Prompt:
         return Prompt(self.blocks + visible_blocks(visible), question, self.case.label)
@@ -56,7 +62,9 @@ class _JudgeAsker:
 
     def judge(self, node: JudgementNode, visible: Visible) -> Answer:
         question = judgement_question(node)
-        result = self._judge.choose(self._prompt(visible, question), node.options())
+        prompt = self._prompt(visible, question)
+        result = self._judge.choose(prompt, node.options())
+        decoded = self._judge.decode_choice(prompt, node.options()) if self.decode_check else None
         return Answer(
             question,
             result.usage,
@@ -64,6 +72,7 @@ class _JudgeAsker:
             options=result.options,
             probabilities=result.probabilities,
             index=result.index,
+            decoded=decoded,
         )
 
     def metric(self, metric: Any) -> MetricResult:
@@ -84,6 +93,7 @@ class DAGMetric(BaseMetric):
         verbose_mode: bool = False,
         soft: bool = False,
         soft_floor: float = 0.01,
+        decode_check: bool = False,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise MetricDefinitionError("a metric needs a non-empty 'name'")
@@ -104,6 +114,7 @@ class DAGMetric(BaseMetric):
         self.verbose_mode = bool(verbose_mode)
         self.soft = bool(soft)
         self.soft_floor = float(soft_floor)
+        self.decode_check = bool(decode_check)  # also record what a constrained decoder says
 
     @property
     def expected_score(self) -> float | None:
@@ -134,31 +145,15 @@ class DAGMetric(BaseMetric):
         start = time.perf_counter()
         case.require(self.required_params(), self.name)
         judge = self.resolve_judge(judge)
-        asker = _JudgeAsker(case, judge, self.dag.evaluation_params())
+        asker = _JudgeAsker(case, judge, self.dag.evaluation_params(), self.decode_check)
         result = walk(self.dag, asker, soft=self.soft, floor=self.soft_floor)
         score = result.main.score
         if self.strict_mode:
             score = 1.0 if score >= 1.0 else 0.0
         trace = self._trace(result)
-        usage = result.usage
-        reason = None
-        want_reason = self.include_reason if include_reason is None else include_reason
-        if want_reason:
-            generated = judge.generate(
-                Prompt(asker.blocks, self._reason_question(result, score), case.label),
-                REASON_MAX_TOKENS,
-            )
-            reason = generated.text.strip()
-            usage = usage + generated.usage
-        return MetricResult(
-            metric=self.name,
-            score=score,
-            success=score >= self.threshold,
-            threshold=self.threshold,
-            reason=reason,
-            trace=trace,
-            usage=usage,
-            seconds=time.perf_counter() - start,
+        reason_prompt = Prompt(asker.blocks, self._reason_question(result, score), case.label)
+        return self.conclude(
+            judge, reason_prompt, include_reason, score, trace, result.usage, start
         )
 
     def _trace(self, result: WalkResult) -> dict[str, Any]:

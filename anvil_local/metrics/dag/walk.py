@@ -50,6 +50,7 @@ class Answer:
     options: tuple[str, ...] = ()
     probabilities: tuple[float, ...] = ()
     index: int = 0
+    decoded: str | None = None  # a grammar-constrained greedy decode's answer, when asked for
 
 
 class Asker(Protocol):
@@ -214,6 +215,7 @@ def _judge_step(node_id: str, node: JudgementNode, answer: Answer, index: int) -
         "question": answer.question,
         "verdict": answer.options[index],
         "probabilities": dict(zip(answer.options, answer.probabilities, strict=True)),
+        **({"decoded": answer.decoded} if answer.decoded is not None else {}),
         "tokens": answer.usage.to_dict(),
         "seconds": round(answer.seconds, 4),
     }

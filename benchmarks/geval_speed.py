@@ -1,0 +1,56 @@
+"""Issue: G-Eval seconds per case on 20 SummEval cases, with and without a reason; and the
+tokens llama.cpp evaluates per case when the four SummEval G-Eval metrics (coherence,
+consistency, fluency, relevance) run on the same case, against the case's own tokens.
+
+    python benchmarks/geval_speed.py [--data ../shared/data/summeval.jsonl] [--cases 20]
+"""
+
+from __future__ import annotations
+
+from common import ROOT, Timer, fresh_cache, parser, summeval_cases
+
+from anvil_local.judge import Judge, Prompt
+from anvil_local.metrics.layout import case_blocks
+from anvil_local.spec import load_metric
+
+NAMES = ("coherence", "consistency", "fluency", "relevance")
+
+
+def main() -> None:
+    p = parser(__doc__)
+    p.add_argument("--cases", type=int, default=20)
+    args = p.parse_args()
+    cases = summeval_cases(args.data, articles=2)[: args.cases]
+    metrics = [load_metric(ROOT / "examples" / "geval" / f"{n}.toml") for n in NAMES]
+    judge = Judge.load(args.model)
+    coherence = metrics[0]
+
+    print(f"{len(cases)} SummEval cases, G-Eval coherence (1-5), model {judge.info.name}")
+    for label, reason in (("without reason", False), ("with reason", True)):
+        with fresh_cache(), Timer() as t:
+            for case in cases:
+                coherence.run(case, judge, include_reason=reason)
+        print(f"  {label:<15} {t.seconds / len(cases):6.3f} s per case")
+
+    print("four G-Eval metrics per case (no reasons), cases in file order:")
+    totals = {"evaluated": 0, "prompt": 0, "case": 0, "seconds": 0.0}
+    with fresh_cache():
+        for case in cases:
+            case_tokens = len(
+                judge.prompt_tokens(Prompt(case_blocks(case, coherence.evaluation_params), ""))
+            )
+            with Timer() as t:
+                usages = [m.run(case, judge, include_reason=False).usage for m in metrics]
+            totals["evaluated"] += sum(u.evaluated_tokens for u in usages)
+            totals["prompt"] += sum(u.prompt_tokens for u in usages)
+            totals["case"] += case_tokens
+            totals["seconds"] += t.seconds
+    n = len(cases)
+    print(f"  tokens evaluated per case      {totals['evaluated'] / n:8.1f}")
+    print(f"  the case's own tokens          {totals['case'] / n:8.1f}  (header + input + output)")
+    print(f"  prompt tokens of the 4 calls   {totals['prompt'] / n:8.1f}")
+    print(f"  seconds per case (4 metrics)   {totals['seconds'] / n:8.3f}")
+
+
+if __name__ == "__main__":
+    main()
