@@ -7,6 +7,7 @@ wheel) and the user's own (`anvil models add`), stored under the user data dir.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import tomllib
@@ -177,6 +178,4 @@ def add_local(path: Path, name: str | None = None) -> ModelEntry:
 
 def _toml_str(value: str) -> str:
     """A TOML basic string (JSON string escapes are valid TOML)."""
-    import json
-
     return json.dumps(value, ensure_ascii=False)

@@ -115,6 +115,29 @@ def _progress_bar(total: int, label: str, enabled: bool, show_item: bool = False
     )
 
 
+class LineProgress:
+    """Progress for logs (not a terminal): a line at the start, every 10 s, and at the end."""
+
+    def __init__(self, label: str, every: float = 10.0) -> None:
+        self.label = label
+        self.every = every
+        self.started = time.monotonic()
+        self.last = 0.0
+
+    def update(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done not in (1, total) and now - self.last < self.every:
+            return
+        self.last = now
+        rate = (now - self.started) / done
+        left = rate * (total - done)
+        click.echo(
+            f"{self.label} {done}/{total} ({done / total:.0%}), {rate:.2f} s/result, "
+            f"about {left:.0f} s left",
+            err=True,
+        )
+
+
 # -- models -----------------------------------------------------------------------------
 
 
@@ -390,15 +413,19 @@ def eval_command(
     settings = settings_from(kwargs)
     metrics = [load_metric(path) for path in metric_files]
     rows = read_cases(data_file, parse_field_map(fields))
-    show = sys.stderr.isatty() if progress is None else progress
+    tty = sys.stderr.isatty()
+    show = tty if progress is None else progress
     bar = None
+    lines = LineProgress("judging") if show and not tty else None
     started = time.monotonic()
 
     def on_line(line: Any, done: int, total: int) -> None:
         nonlocal bar
         if out_file is None:
             click.echo(json.dumps(line.to_dict(), ensure_ascii=False))
-        if show:
+        if lines is not None:
+            lines.update(done, total)
+        elif show:
             if bar is None:
                 bar = _progress_bar(total, "judging", True, show_item=True)
                 bar.__enter__()

@@ -168,3 +168,13 @@ def test_decode_check_records_what_a_constrained_decoder_answers():
         "Yes",
     ]  # verdicts still follow the probabilities
     assert "decode" not in str(metric.to_dict())  # a diagnostic, not part of the definition
+
+
+def test_verbose_mode_prints_the_path_with_probabilities(capsys):
+    metric = DAGMetric("Headings", headings_dag(), verbose_mode=True)
+    metric.measure(CASE, judge_for())
+    shown = capsys.readouterr().out
+    assert "Headings: score 1.000 (threshold 0.5) PASS" in shown
+    assert "[task-1] Summary headings: Intro, Body" in shown
+    assert "* Yes   0.800" in shown and "No    0.200" in shown
+    assert "reason: Because." in shown

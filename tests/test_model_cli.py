@@ -247,3 +247,46 @@ def test_pytest_fixture_and_assert_test_gate_a_suite(pytester, default_model_pat
     result = pytester.runpytest_subprocess(f"--anvil-model={default_model_path}", "-q")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*Summary headings: score 0.200 < threshold 1.0*"])
+
+
+def test_steps_command_prints_steps_to_pin(tmp_path: Path, default_model_path: Path):
+    metric = tmp_path / "relevance.toml"
+    metric.write_text(
+        'type = "geval"\nname = "Relevance"\nevaluation_params = ["input", "actual_output"]\n'
+        'criteria = "The summary keeps the important points of the source."\n'
+    )
+    result = CliRunner().invoke(
+        main, ["steps", "--metric", str(metric), "--model", str(default_model_path)]
+    )
+    assert result.exit_code == 0, result.output
+    pinned = metric.read_text() + result.output
+    metric.write_text(pinned)
+    from anvil_local.spec import load_metric
+
+    steps = load_metric(metric).evaluation_steps
+    assert 3 <= len(steps) <= 4 and all(steps)
+
+
+def test_progress_bar_when_asked(tmp_path: Path, default_model_path: Path):
+    metric = tmp_path / "fixed.toml"
+    metric.write_text(FIXED_DAG.format(score=10))
+    result = CliRunner().invoke(
+        main,
+        [
+            "eval",
+            "--metric",
+            str(metric),
+            "--data",
+            MEETINGS,
+            "--progress",
+            "--model",
+            str(default_model_path),
+            "--no-reason",
+            "--no-cache",
+            "--out",
+            str(tmp_path / "r.jsonl"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "judging 1/4 (25%)" in result.output and "judging 4/4 (100%)" in result.output
+    assert "tokens:" in result.output and "evaluated by llama.cpp" in result.output
