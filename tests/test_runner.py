@@ -177,3 +177,14 @@ def test_big_groups_are_split_evenly_for_several_workers():
     assert [len(c) for c in chunks] == [8] * 6
     assert all(len({r.case.input for r in c}) == 1 for c in chunks)  # a chunk never mixes inputs
     assert split_for_workers(groups, 1) == groups
+
+
+def test_resume_reads_back_only_the_pairs_still_asked_for(tmp_path: Path):
+    out = tmp_path / "r.jsonl"
+    evaluate(cases(4), [metric(), metric("Fluency")], model=FakeJudge(scores=SCORES), out=out)
+    result = evaluate(cases(2), [metric()], model=FakeJudge(scores=SCORES), out=out)
+    assert result.resumed == 2
+    assert {(x.case_id, x.metric) for x in result.lines} == {
+        ("c0", "Coherence"),
+        ("c1", "Coherence"),
+    }

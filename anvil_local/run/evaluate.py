@@ -126,7 +126,8 @@ def evaluate(
     resolved = _model_of(judge, model, metrics)
     writer = ResultWriter(out) if out is not None else None
     outcome = EvaluationResult()
-    done = _resume(writer, resolved, outcome)
+    wanted = {(r.case_id, m.name) for r in rows for m in metrics}
+    done = _resume(writer, resolved, outcome, wanted)
     cache = default_cache() if use_cache else None
 
     todo: list[tuple[CaseRow, list[int]]] = []
@@ -206,7 +207,13 @@ def _model_of(judge: Judge | None, model: Any, metrics: list[BaseMetric]) -> Mod
     return Model.resolve(model)
 
 
-def _resume(writer: ResultWriter | None, model: Model, outcome: EvaluationResult) -> set:
+def _resume(
+    writer: ResultWriter | None,
+    model: Model,
+    outcome: EvaluationResult,
+    wanted: set[tuple[str, str]],
+) -> set:
+    """Pairs already in the results file (and still asked for) are read back, not re-run."""
     if writer is None:
         return set()
     done = set()
@@ -219,6 +226,8 @@ def _resume(writer: ResultWriter | None, model: Model, outcome: EvaluationResult
         if item.get("error") is not None:
             continue  # failed pairs are tried again
         line = ResultLine.from_dict(item)
+        if (line.case_id, line.metric) not in wanted:
+            continue
         line.resumed = True
         done.add((line.case_id, line.metric))
         outcome.lines.append(line)
