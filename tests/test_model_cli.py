@@ -73,9 +73,12 @@ def test_exit_code_follows_the_thresholds(tmp_path: Path, default_model_path: Pa
             str(tmp_path / "r.jsonl"),
             "--junit",
             str(junit),
+            "--progress",
         ],
     )
     assert result.exit_code == code, result.output
+    assert "judging 1/4 (25%)" in result.output and "judging 4/4 (100%)" in result.output
+    assert "evaluated by llama.cpp for" in result.output
     assert len(lines(tmp_path / "r.jsonl")) == 4
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite.get("tests") == "4" and suite.get("failures") == ("0" if code == 0 else "4")
@@ -265,28 +268,3 @@ def test_steps_command_prints_steps_to_pin(tmp_path: Path, default_model_path: P
 
     steps = load_metric(metric).evaluation_steps
     assert 3 <= len(steps) <= 4 and all(steps)
-
-
-def test_progress_bar_when_asked(tmp_path: Path, default_model_path: Path):
-    metric = tmp_path / "fixed.toml"
-    metric.write_text(FIXED_DAG.format(score=10))
-    result = CliRunner().invoke(
-        main,
-        [
-            "eval",
-            "--metric",
-            str(metric),
-            "--data",
-            MEETINGS,
-            "--progress",
-            "--model",
-            str(default_model_path),
-            "--no-reason",
-            "--no-cache",
-            "--out",
-            str(tmp_path / "r.jsonl"),
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    assert "judging 1/4 (25%)" in result.output and "judging 4/4 (100%)" in result.output
-    assert "tokens:" in result.output and "evaluated by llama.cpp" in result.output
