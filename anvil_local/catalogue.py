@@ -44,11 +44,6 @@ class Part:
     url: str | None = None
     path: str | None = None
 
-    def describe(self) -> str:
-        if self.pypi:
-            return f"pypi:{self.pypi}#{self.member}"
-        return self.url or self.path or "?"
-
 
 @dataclass(frozen=True)
 class ModelEntry:

@@ -82,6 +82,10 @@ class BaseMetric(ABC):
     def to_dict(self) -> dict[str, Any]:
         """The canonical definition (what a metric file holds; part of every cache key)."""
 
+    @abstractmethod
+    def required_params(self) -> list[Any]:
+        """Every test-case field the metric reads (checked before any judging)."""
+
     def measure(self, test_case: LLMTestCase, judge: Any = None) -> float:
         """DeepEval's entry point: judge the case, set score/success/reason, return the score."""
         result = self.run(test_case, judge)

@@ -127,6 +127,3 @@ class EvaluationResult:
                 summary.failed += 1
                 summary.score_sum += line.result.score or 0.0
         return list(by_metric.values())
-
-    def results_for(self, case_id: str) -> list[MetricResult]:
-        return [line.result for line in self.lines if line.case_id == case_id]

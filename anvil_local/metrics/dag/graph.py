@@ -133,9 +133,6 @@ class DeepAcyclicGraph:
     def node_id(self, node: Any) -> str:
         return self.ids[id(node)]
 
-    def parents_of(self, node: Any) -> list[Any]:
-        return self.parents[id(node)]
-
     def evaluation_params(self) -> list[SingleTurnParams]:
         """Every field any node looks at, in prompt order: the case block all nodes share."""
         params: list[SingleTurnParams] = []
