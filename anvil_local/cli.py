@@ -13,10 +13,11 @@ from typing import Any
 
 import click
 
-from anvil_local.errors import AnvilError, DataError
+from anvil_local.errors import AnvilError, DataError, WorkerCrash
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_CRASHED = 3  # a worker process died (WorkerCrash.exit_code)
 EXIT_INTERRUPTED = 130
 
 
@@ -28,7 +29,7 @@ class AnvilGroup(click.Group):
             return super().invoke(ctx)
         except AnvilError as exc:
             click.echo(f"Error: {exc}", err=True)
-            ctx.exit(EXIT_BAD_INPUT)
+            ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             ctx.exit(EXIT_INTERRUPTED)
@@ -219,6 +220,28 @@ def models_verify(name: str) -> None:
     click.echo(f"{entry.name}: OK sha256 {entry.sha256} ({path})")
 
 
+# -- doctor ---------------------------------------------------------------------------
+
+
+@main.command()
+@click.option(
+    "--model",
+    default=None,
+    metavar="NAME|PATH",
+    help="Model for the test decode and throughput probe (default: the catalogue default).",
+)
+@click.option("--threads", type=click.IntRange(1), default=None, help="Threads for the probe.")
+@click.option("--no-probe", is_flag=True, help="Skip the test decode and throughput probe.")
+def doctor(model: str | None, threads: int | None, no_probe: bool) -> None:
+    """Check that this install can run the judge: versions, the native library against this
+    CPU, directories, models, and a few-second throughput probe. Exit 0: usable; 1: not."""
+    from anvil_local.doctor import diagnose, render
+
+    findings = diagnose(model, threads, probe=not no_probe)
+    click.echo(render(findings))
+    sys.exit(EXIT_FAILED if any(f.problem for f in findings) else 0)
+
+
 # -- metric files -----------------------------------------------------------------------
 
 
@@ -403,11 +426,10 @@ def eval_command(
     **kwargs: Any,
 ) -> None:
     """Evaluate a dataset against metric files. Exit 0: all passed; 1: some case failed
-    its threshold or errored; 2: bad input."""
+    its threshold or errored; 2: bad input (or llama.cpp cannot run here); 3: a worker
+    process crashed (results written so far are kept)."""
     from anvil_local.run.dataset import parse_field_map, read_cases
     from anvil_local.run.evaluate import evaluate
-    from anvil_local.run.junit import write_junit
-    from anvil_local.run.report import render_summary
     from anvil_local.spec import load_metric
 
     settings = settings_from(kwargs)
@@ -418,6 +440,8 @@ def eval_command(
     bar = None
     lines = LineProgress("judging") if show and not tty else None
     started = time.monotonic()
+    crash: WorkerCrash | None = None
+    outcome = None
 
     def on_line(line: Any, done: int, total: int) -> None:
         nonlocal bar
@@ -446,15 +470,27 @@ def eval_command(
             on_line=on_line,
             source=str(data_file),
         )
+    except WorkerCrash as exc:
+        crash, outcome = exc, exc.outcome  # report what was judged before it, then fail
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
-    if junit_file is not None:
-        write_junit(junit_file, outcome.lines)
-    click.echo(render_summary(outcome, out_file), err=True)
+    if outcome is not None:
+        _finish(outcome, junit_file, out_file)
+    if crash is not None:
+        raise crash
     if outcome.interrupted:
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(0 if outcome.all_passed else EXIT_FAILED)
+
+
+def _finish(outcome: Any, junit_file: Path | None, out_file: Path | None) -> None:
+    from anvil_local.run.junit import write_junit
+    from anvil_local.run.report import render_summary
+
+    if junit_file is not None:
+        write_junit(junit_file, outcome.lines)
+    click.echo(render_summary(outcome, out_file), err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

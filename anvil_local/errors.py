@@ -4,7 +4,9 @@ from __future__ import annotations
 
 
 class AnvilError(Exception):
-    """Base of every error a user can act on."""
+    """Base of every error a user can act on. `exit_code` is what the CLI exits with."""
+
+    exit_code = 2
 
 
 class ModelError(AnvilError):
@@ -54,3 +56,16 @@ class MissingParamError(AnvilError, ValueError):
 
 class DataError(AnvilError):
     """An input file (cases, metrics) cannot be read as asked."""
+
+
+class NativeCrash(AnvilError):
+    """llama.cpp cannot run on this host (a test decode in a child process died)."""
+
+
+class WorkerCrash(AnvilError):
+    """A worker process died from a signal mid-run; the results written so far stay valid.
+
+    `outcome` holds the run's results up to the crash (set by `evaluate`)."""
+
+    exit_code = 3
+    outcome = None

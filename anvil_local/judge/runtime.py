@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from anvil_local.errors import ModelError
+from anvil_local.judge.native import ensure_native_ok
 from anvil_local.judge.settings import JudgeSettings
 
 log = logging.getLogger(__name__)
@@ -39,10 +40,12 @@ class LlamaRuntime:
     """One loaded model with one KV sequence. Not thread-safe: one per process."""
 
     def __init__(self, path: Path, settings: JudgeSettings) -> None:
+        threads = settings.resolved_threads()
+        # before llama.cpp is loaded here: a library this CPU cannot run crashes a child, not us
+        ensure_native_ok(path, threads, settings.n_gpu_layers)
         import llama_cpp
 
         self._llama_cpp = llama_cpp
-        threads = settings.resolved_threads()
         try:
             self.llama = llama_cpp.Llama(
                 model_path=str(path),

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from anvil_local.cache import Cache, default_cache, digest
-from anvil_local.errors import AnvilError, DataError
+from anvil_local.errors import AnvilError, DataError, WorkerCrash
 from anvil_local.judge.judge import Judge, ModelInfo, get_judge
 from anvil_local.judge.settings import JudgeSettings, default_threads
 from anvil_local.metrics.base import BaseMetric, MetricResult
@@ -175,6 +175,9 @@ def evaluate(
                 )
     except KeyboardInterrupt:
         outcome.interrupted = True
+    except WorkerCrash as exc:
+        exc.outcome = outcome  # what was judged before the crash (written, and kept)
+        raise
     finally:
         if writer is not None:
             writer.close()
@@ -272,6 +275,7 @@ def _run_here(
 
 
 def _worker(
+    number: int,
     model: Model,
     settings: JudgeSettings,
     metric_dicts: list[dict[str, Any]],
@@ -294,13 +298,47 @@ def _worker(
     while True:
         task = tasks.get()
         if task is None:
-            results.put(("exit", None))
+            results.put(("exit", number))
             return
         for position, case_dict, indices in task:
             case = LLMTestCase(**case_dict)
             for index in indices:
+                results.put(("start", (number, position, index)))
                 result = run_metric(metrics[index], case, judge, include_reason)
-                results.put(("result", (position, index, result)))
+                results.put(("result", (number, position, index, result)))
+
+
+class _Workers:
+    """The worker processes of one run and what each is doing, to name a crash precisely."""
+
+    def __init__(self, processes: list[Any]) -> None:
+        self.processes = processes
+        self.exited: set[int] = set()
+        self.current: dict[int, tuple[int, int]] = {}
+
+    def crashed(self) -> tuple[int, Any] | None:
+        """The first worker that stopped without saying goodbye, if any."""
+        for number, process in enumerate(self.processes):
+            if number not in self.exited and process.exitcode is not None:
+                return number, process
+        return None
+
+
+def _crash_message(
+    number: int, process: Any, doing: tuple[int, int] | None, by_position, metrics
+) -> str:
+    from anvil_local.judge.native import describe_signal
+
+    code = process.exitcode
+    how = f"crashed with {describe_signal(-code)}" if code < 0 else f"exited with status {code}"
+    where = ""
+    if doing is not None:
+        row = by_position[doing[0]]
+        where = f" while judging case {row.case_id!r} with metric {metrics[doing[1]].name!r}"
+    return (
+        f"worker {number + 1} (pid {process.pid}) {how}{where}; the results written so far are "
+        "kept and a re-run resumes after them; `anvil doctor` checks the native library"
+    )
 
 
 def _run_workers(
@@ -313,6 +351,8 @@ def _run_workers(
     fail_fast: bool,
     emit: Any,
 ) -> None:
+    from anvil_local.judge.native import ensure_native_ok
+
     base = settings or JudgeSettings()
     if base.threads is None:
         base = JudgeSettings(**{**base.to_dict(), "threads": max(1, default_threads() // jobs)})
@@ -320,44 +360,74 @@ def _run_workers(
         metric_dicts = [m.to_dict() for m in metrics]
     except (AttributeError, NotImplementedError) as exc:
         raise DataError("--jobs > 1 needs metrics that serialise (GEval, DAGMetric)") from exc
+    # once here, so that workers find the verdict cached instead of each running the check
+    ensure_native_ok(Path(model.path), base.resolved_threads(), base.n_gpu_layers)
     ctx = mp.get_context("spawn")
     tasks, results = ctx.Queue(), ctx.Queue()
     by_position = {row.position: row for group in plan for row, _ in group}
     for group in plan:
         tasks.put([(row.position, row.case.to_dict(), indices) for row, indices in group])
-    workers = [
-        ctx.Process(
-            target=_worker,
-            daemon=True,
-            args=(model, base, metric_dicts, include_reason, tasks, results),
-        )
-        for _ in range(min(jobs, len(plan)))
-    ]
-    for _ in workers:
+    count = min(jobs, len(plan))
+    workers = _Workers(
+        [
+            ctx.Process(
+                target=_worker,
+                daemon=True,
+                args=(n, model, base, metric_dicts, include_reason, tasks, results),
+            )
+            for n in range(count)
+        ]
+    )
+    for _ in range(count):
         tasks.put(None)
-    for worker in workers:
-        worker.start()
-    running = len(workers)
-    try:
-        while running:
-            try:
-                kind, payload = results.get(timeout=1.0)
-            except queue.Empty:
-                if not any(w.is_alive() for w in workers):
-                    raise AnvilError("all worker processes stopped unexpectedly") from None
-                continue
-            if kind == "fatal":
-                raise AnvilError(f"a worker could not start: {payload}")
-            if kind == "exit":
-                running -= 1
-                continue
-            position, index, result = payload
+    for process in workers.processes:
+        process.start()
+
+    def handle(kind: str, payload: Any) -> bool:
+        """Apply one message; True when the run must stop (fail-fast)."""
+        if kind == "fatal":
+            raise AnvilError(f"a worker could not start: {payload}")
+        if kind == "exit":
+            workers.exited.add(payload)
+            workers.current.pop(payload, None)
+        elif kind == "start":
+            number, position, index = payload
+            workers.current[number] = (position, index)
+        else:
+            number, position, index, result = payload
+            workers.current.pop(number, None)
             emit(by_position[position], metrics[index], result, False)
-            if fail_fast and result.error is not None:
+            return fail_fast and result.error is not None
+        return False
+
+    try:
+        while len(workers.exited) < count:
+            try:
+                kind, payload = results.get(timeout=0.5)
+            except queue.Empty:
+                kind = None
+            if kind is not None and handle(kind, payload):
                 return
+            crash = workers.crashed()
+            if crash is None:
+                continue
+            # keep every result that reached the queue before reporting the crash
+            while True:
+                try:
+                    kind, payload = results.get(timeout=0.2)
+                except queue.Empty:
+                    break
+                if handle(kind, payload):
+                    return
+            if crash[0] in workers.exited:
+                continue  # its goodbye was still in the queue: a normal exit
+            number, process = crash
+            raise WorkerCrash(
+                _crash_message(number, process, workers.current.get(number), by_position, metrics)
+            )
     finally:
-        for worker in workers:
-            if worker.is_alive():
-                worker.terminate()
-        for worker in workers:
-            worker.join(timeout=5)
+        for process in workers.processes:
+            if process.is_alive():
+                process.terminate()
+        for process in workers.processes:
+            process.join(timeout=5)

@@ -1,0 +1,216 @@
+"""`anvil doctor`: is this install usable, and how fast is the judge here?
+
+Everything native (llama.cpp's system info, the test decode, the throughput probe) runs in a
+child process through `judge.native`, so the doctor itself cannot die of the crash it reports.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from anvil_local.errors import AnvilError, NativeCrash
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of the report; `problem` makes the install unusable (exit 1)."""
+
+    label: str
+    value: str
+    problem: str | None = None
+    warning: str | None = None
+
+
+def _version(package: str) -> str | None:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+def _packages() -> list[Finding]:
+    from anvil_local.judge.native import llama_cpp_dir
+
+    found = [
+        Finding("anvil-local", _version("anvil-local") or "not installed as a package"),
+        Finding("python", f"{platform.python_version()} ({sys.executable})"),
+    ]
+    llama = _version("llama-cpp-python")
+    if llama is None:
+        found.append(
+            Finding(
+                "llama-cpp-python",
+                "not installed",
+                problem="llama-cpp-python is not installed; see the README's set-up command",
+            )
+        )
+    else:
+        found.append(Finding("llama-cpp-python", f"{llama} ({llama_cpp_dir()})"))
+    for name in ("outlines", "llguidance"):
+        found.append(Finding(name, _version(name) or "not installed"))
+    return found
+
+
+def _cpu() -> list[Finding]:
+    from anvil_local.judge.native import cpu_flags, cpu_identity
+    from anvil_local.judge.settings import default_threads
+
+    names = [x.split(":", 1)[1].strip() for x in cpu_identity().splitlines() if "model name" in x]
+    model = names[0] if names else platform.processor() or platform.machine()
+    flags = cpu_flags()
+    amx = sorted(f for f in flags if f.startswith("amx"))
+    advertised = f"; advertises {' '.join(amx)}" if amx else ""
+    return [
+        Finding("cpu", f"{model} ({platform.machine()}){advertised}"),
+        Finding("threads", f"{default_threads()} (the default for --threads, split over --jobs)"),
+    ]
+
+
+def _library(system_info: str | None, crashed: bool) -> list[Finding]:
+    from anvil_local.judge.native import (
+        FEATURE_FLAGS,
+        amx_instruction_count,
+        compiled_features,
+        cpu_flags,
+        missing_features,
+        native_libraries,
+        rebuild_command,
+    )
+
+    libraries = native_libraries()
+    if not libraries:
+        return [Finding("native library", "not found", problem="llama.cpp's library is missing")]
+    found = [Finding("native library", ", ".join(p.name for p in libraries))]
+    if system_info is not None:
+        found.append(Finding("llama.cpp", system_info.strip().replace("\n", " ")))
+        built = [f for f in compiled_features(system_info) if f in FEATURE_FLAGS]
+        missing = missing_features(system_info, cpu_flags())
+        text = " ".join(built) or "-"
+        if missing:
+            found.append(
+                Finding(
+                    "built for",
+                    text,
+                    problem=f"built for {' '.join(missing)}, which this CPU lacks; rebuild: "
+                    f"{rebuild_command()}",
+                )
+            )
+        else:
+            found.append(Finding("built for", f"{text} (all present on this CPU)"))
+    counts = [(p, amx_instruction_count(p)) for p in libraries]
+    if all(c is None for _, c in counts):
+        found.append(Finding("AMX instructions", "unknown (objdump not found)"))
+        return found
+    holding = [(p, c) for p, c in counts if c]
+    if not holding:
+        found.append(Finding("AMX instructions", "none"))
+        return found
+    where = ", ".join(f"{c} in {p.name}" for p, c in holding)
+    advice = f"rebuild without AMX: {rebuild_command()}"
+    if crashed:
+        found.append(Finding("AMX instructions", where, problem=advice))
+    else:
+        found.append(
+            Finding(
+                "AMX instructions",
+                where,
+                warning="they run here, but crash on VMs that advertise AMX without running it; "
+                + advice,
+            )
+        )
+    return found
+
+
+def _dirs() -> list[Finding]:
+    from anvil_local.catalogue import CACHE_DIR_ENV, DATA_DIR_ENV, cache_dir, data_dir
+
+    return [
+        Finding("data dir", f"{data_dir()} (${DATA_DIR_ENV})"),
+        Finding("cache dir", f"{cache_dir()} (${CACHE_DIR_ENV})"),
+    ]
+
+
+def _models() -> list[Finding]:
+    from anvil_local.catalogue import entries, sha256_file
+
+    found = []
+    for entry in entries():
+        path = entry.store_path()
+        if not path.is_file():
+            found.append(Finding(f"model {entry.name}", "not pulled"))
+            continue
+        digest = sha256_file(path)
+        if digest == entry.sha256:
+            found.append(Finding(f"model {entry.name}", f"sha256 OK ({path})"))
+        else:
+            found.append(
+                Finding(
+                    f"model {entry.name}",
+                    f"sha256 MISMATCH ({path})",
+                    problem=f"{path} is damaged: `anvil models pull {entry.name} --force`",
+                )
+            )
+    return found
+
+
+def _probe(model: str | None, threads: int | None) -> tuple[list[Finding], str | None, bool]:
+    """The test decode and throughput probe in a child process: (findings, system info,
+    crashed)."""
+    from anvil_local.judge.native import NativeProbeFailed, probe
+    from anvil_local.judge.settings import default_threads
+    from anvil_local.pull import resolve
+
+    try:
+        name, path, _ = resolve(model)
+    except AnvilError as exc:
+        return [Finding("test decode", "no model", problem=str(exc))], None, False
+    n = threads or default_threads()
+    try:
+        result = probe(Path(path), n, throughput=True)
+    except NativeCrash as exc:
+        return [Finding("test decode", "crashed", problem=str(exc))], None, True
+    except NativeProbeFailed as exc:
+        return [Finding("test decode", "failed", problem=str(exc))], None, False
+    speed = (
+        f"{result.prompt_tokens_per_s:.0f} prompt tokens/s, "
+        f"{result.generated_tokens_per_s:.0f} generated tokens/s ({name}, {n} threads)"
+    )
+    return (
+        [Finding("test decode", f"OK ({name})"), Finding("throughput", speed)],
+        result.system_info,
+        False,
+    )
+
+
+def diagnose(
+    model: str | None = None, threads: int | None = None, probe: bool = True
+) -> list[Finding]:
+    """Every finding, in the order they are shown."""
+    found = _packages() + _cpu()
+    system_info, crashed = None, False
+    probed: list[Finding] = []
+    if probe and _version("llama-cpp-python") is not None:
+        probed, system_info, crashed = _probe(model, threads)
+    found += _library(system_info, crashed) + probed + _dirs() + _models()
+    return found
+
+
+def render(findings: list[Finding]) -> str:
+    width = max(len(f.label) for f in findings)
+    lines = []
+    for f in findings:
+        lines.append(f"{f.label.ljust(width)}  {f.value}")
+        for note in (f.problem, f.warning):
+            if note:
+                kind = "problem" if note is f.problem else "warning"
+                lines.append(f"{' ' * width}  {kind}: {note}")
+    problems = [f for f in findings if f.problem]
+    if problems:
+        lines.append(f"{'status'.ljust(width)}  NOT USABLE ({len(problems)} problem(s) above)")
+    else:
+        lines.append(f"{'status'.ljust(width)}  OK")
+    return "\n".join(lines)

@@ -1,0 +1,74 @@
+"""A worker that dies from a signal mid-run (real model, real processes): named as a crash,
+exit code 3, results written so far kept, JUnit written, and a re-run resumes after them."""
+
+import json
+import multiprocessing
+import os
+import signal
+import threading
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from anvil_local.cli import EXIT_CRASHED, main
+
+pytestmark = pytest.mark.model
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _kill_a_worker_after_the_first_result(out: Path, killed: list[int]) -> None:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if out.exists() and out.read_text().count("\n") >= 1:
+            workers = [p for p in multiprocessing.active_children() if p.is_alive()]
+            if workers:
+                os.kill(workers[0].pid, signal.SIGILL)
+                killed.append(workers[0].pid)
+                return
+        time.sleep(0.02)
+
+
+def test_a_worker_killed_by_sigill_is_reported_and_the_run_resumes(
+    tmp_path: Path, default_model_path: Path
+):
+    out, junit = tmp_path / "r.jsonl", tmp_path / "r.xml"
+    args = [
+        "eval",
+        "--metric",
+        str(ROOT / "examples" / "headings.toml"),
+        "--data",
+        str(ROOT / "examples" / "meeting_summaries.jsonl"),
+        "--model",
+        str(default_model_path),
+        "--no-cache",
+        "--no-reason",
+        "--out",
+        str(out),
+        "--junit",
+        str(junit),
+    ]
+    killed: list[int] = []
+    killer = threading.Thread(target=_kill_a_worker_after_the_first_result, args=(out, killed))
+    killer.start()
+    result = CliRunner().invoke(main, [*args, "--jobs", "2"])
+    killer.join()
+    assert killed, "no worker was running to kill"
+    assert result.exit_code == EXIT_CRASHED == 3, result.output
+    errors = [x for x in result.output.splitlines() if x.startswith("Error:")]
+    assert len(errors) == 1
+    assert f"(pid {killed[0]}) crashed with SIGILL (illegal instruction)" in errors[0]
+    assert "Traceback" not in result.output
+    written = [json.loads(x) for x in out.read_text().splitlines()]
+    assert 1 <= len(written) < 4
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("tests") == str(len(written))
+
+    resumed = CliRunner().invoke(main, [*args, "--jobs", "1"])
+    assert resumed.exit_code in (0, 1), resumed.output
+    assert f"{len(written)} resumed" in resumed.output
+    pairs = [(x["case_id"], x["metric"]) for x in map(json.loads, out.read_text().splitlines())]
+    assert len(pairs) == 4 == len(set(pairs))
