@@ -242,6 +242,81 @@ def doctor(model: str | None, threads: int | None, no_probe: bool) -> None:
     sys.exit(EXIT_FAILED if any(f.problem for f in findings) else 0)
 
 
+# -- bench ------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option(
+    "--suite", default=None, metavar="NAME|FILE", help="A bench suite (data, metrics, labels)."
+)
+@click.option(
+    "--data",
+    "data_file",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="Labelled cases (JSONL).",
+)
+@click.option(
+    "--label",
+    default=None,
+    metavar="labels.NAME",
+    help="The label every --metric is compared with.",
+)
+@click.option(
+    "--metric",
+    "metric_files",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="A metric file (repeatable).",
+)
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="NAME|PATH",
+    help="Judge model (repeatable; default: the catalogue default).",
+)
+@click.option("--limit", type=click.IntRange(2), default=None, help="The first N cases.")
+@click.option("--docs", type=click.IntRange(1), default=None, help="The first N documents.")
+@click.option(
+    "--report",
+    "report_dir",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="Write bench.json, bench.md, report.html and the results files here.",
+)
+@click.option("--no-cache", is_flag=True, help="Bypass the result cache.")
+@click.option("--progress/--no-progress", default=None, help="Progress lines on stderr.")
+def bench(
+    suite: str | None,
+    data_file: Path | None,
+    label: str | None,
+    metric_files: tuple[Path, ...],
+    models: tuple[str, ...],
+    limit: int | None,
+    docs: int | None,
+    report_dir: Path | None,
+    no_cache: bool,
+    progress: bool | None,
+) -> None:
+    """Measure how well judges (model + metric) agree with human labels, and what they cost."""
+    from anvil_local.bench.cli import run_bench
+
+    text = run_bench(
+        suite=suite,
+        data_file=data_file,
+        label=label,
+        metric_files=metric_files,
+        models=models,
+        limit=limit,
+        docs=docs,
+        report_dir=report_dir,
+        use_cache=not no_cache,
+        progress=LineProgress("judging") if (progress is not False) else None,
+    )
+    click.echo(text, nl=False)
+
+
 # -- metric files -----------------------------------------------------------------------
 
 

@@ -1,0 +1,86 @@
+"""The glue behind `anvil bench`: what to score (a suite, or --data/--label/--metric), then
+bench, then the outputs. Kept out of cli.py so that the command stays parse-call-render."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from anvil_local.errors import AnvilError, DataError
+
+
+class MissingExtra(AnvilError):
+    """An optional dependency group is not installed."""
+
+
+def _need_bench_extra() -> None:
+    try:
+        import matplotlib  # noqa: F401
+        import scipy  # noqa: F401
+        import sklearn  # noqa: F401
+    except ImportError as exc:
+        raise MissingExtra(
+            f"anvil bench needs the bench extra ({exc.name} is missing): "
+            "pip install 'anvil-local[bench]' (or pip install -e '.[bench]' in a checkout)"
+        ) from exc
+
+
+def run_bench(
+    *,
+    suite: str | None,
+    data_file: Path | None,
+    label: str | None,
+    metric_files: tuple[Path, ...],
+    models: tuple[str, ...],
+    limit: int | None,
+    docs: int | None,
+    report_dir: Path | None,
+    use_cache: bool,
+    progress: Any = None,
+) -> str:
+    """Run a bench and return its Markdown; write the report files when asked."""
+    _need_bench_extra()
+    from anvil_local.bench.report import markdown, write_report
+    from anvil_local.bench.run import bench
+    from anvil_local.bench.suite import MetricSpec, load_suite, read_labelled, select
+    from anvil_local.run.evaluate import evaluate
+    from anvil_local.spec import load_metric
+
+    name = ""
+    if suite is not None:
+        loaded = load_suite(suite)
+        name = loaded.name
+        if metric_files or label:
+            raise DataError("--suite brings its own metrics and labels; drop --metric/--label")
+        specs_in = list(loaded.metrics)
+        data_file = data_file or loaded.data
+        if docs is None and limit is None:
+            docs, limit = loaded.docs, loaded.limit
+    else:
+        if data_file is None or label is None or not metric_files:
+            raise DataError("give --suite NAME, or --data FILE --label labels.NAME --metric FILE")
+        specs_in = [MetricSpec(file=Path(f), label=label) for f in metric_files]
+    rows = select(read_labelled(Path(data_file)), docs, limit)
+    specs = [(load_metric(spec.file), spec) for spec in specs_in]
+
+    def on_line(line: Any, done: int, total: int) -> None:
+        if progress is not None:
+            progress.update(done, total)
+
+    run = functools.partial(evaluate, use_cache=use_cache)
+    result = bench(
+        rows,
+        specs,
+        list(models) or [None],
+        run,
+        suite=name,
+        source=str(data_file),
+        results_dir=report_dir,
+        on_line=on_line,
+    )
+    text = markdown(result)
+    if report_dir is not None:
+        paths = write_report(result, report_dir)
+        text += f"\nreport: {paths['html']} (also {paths['json'].name}, {paths['markdown'].name})\n"
+    return text

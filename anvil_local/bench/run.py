@@ -1,0 +1,282 @@
+"""`anvil bench`: score labelled cases through the same runner as `anvil eval` (so results are
+cached and a repeated bench costs nothing), then measure agreement with the labels and cost."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from anvil_local.bench import stats
+from anvil_local.bench.suite import MetricSpec, document_of, label_name, labels_of
+from anvil_local.errors import DataError
+from anvil_local.metrics.base import BaseMetric
+from anvil_local.run.dataset import CaseRow
+from anvil_local.run.records import ResultLine
+
+log = logging.getLogger(__name__)
+
+#: The statistic that ranks metrics: per-document Spearman where documents hold several cases
+#: (the G-Eval paper's protocol), pooled Spearman otherwise; AUROC for binary labels.
+HEADLINE = {"graded": ("doc_spearman", "spearman"), "binary": ("auroc", "auroc")}
+
+
+@dataclass
+class MetricOutcome:
+    """One metric on one model: agreement with its label, and cost."""
+
+    model: str
+    metric: str
+    label: str
+    kind: str  # graded | binary
+    cases: int
+    errors: int
+    agreement: dict[str, Any]
+    cost: dict[str, float]
+    threshold: float
+    points: list[tuple[float, float]] = field(default_factory=list)  # (judge, human)
+
+    @property
+    def headline(self) -> tuple[str, stats.Estimate]:
+        name = headline_name(self.kind, self.agreement)
+        return name, self.agreement[name]
+
+    def to_dict(self) -> dict[str, Any]:
+        agreement = {
+            k: (v.to_dict() if isinstance(v, stats.Estimate) else v)
+            for k, v in self.agreement.items()
+        }
+        return {
+            "model": self.model,
+            "metric": self.metric,
+            "label": self.label,
+            "kind": self.kind,
+            "cases": self.cases,
+            "errors": self.errors,
+            "threshold": self.threshold,
+            "agreement": agreement,
+            "headline": self.headline[0],
+            "cost": self.cost,
+        }
+
+
+def headline_name(kind: str, agreement: dict[str, Any]) -> str:
+    first, fallback = HEADLINE[kind]
+    value = agreement.get(first)
+    if isinstance(value, stats.Estimate) and not math.isnan(value.value):
+        return first
+    return fallback
+
+
+@dataclass
+class Comparison:
+    model: str
+    a: str
+    b: str
+    statistic: str
+    difference: stats.Estimate
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "a": self.a,
+            "b": self.b,
+            "statistic": self.statistic,
+            "difference_b_minus_a": self.difference.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class RunCount:
+    """How one model's scores were obtained: judged now, from the cache, or resumed."""
+
+    model: str
+    judged: int
+    cached: int
+    resumed: int
+    wall_seconds: float
+
+
+@dataclass
+class BenchResult:
+    suite: str
+    data: str
+    cases: int
+    docs: int
+    outcomes: list[MetricOutcome]
+    comparisons: list[Comparison]
+    runs: list[RunCount] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "suite": self.suite,
+            "data": self.data,
+            "cases": self.cases,
+            "docs": self.docs,
+            "seed": stats.SEED,
+            "resamples": stats.RESAMPLES,
+            "metrics": [o.to_dict() for o in self.outcomes],
+            "comparisons": [c.to_dict() for c in self.comparisons],
+            "runs": [vars(r) for r in self.runs],
+        }
+
+
+def continuous_score(line: ResultLine) -> float | None:
+    """The judge's score as a number: a soft DAG's expected score, otherwise the score."""
+    expected = line.result.trace.get("expected_score")
+    if isinstance(expected, int | float):
+        return float(expected)
+    return line.result.score
+
+
+def label_kind(values: np.ndarray) -> str:
+    return "binary" if set(np.unique(values).tolist()) <= {0.0, 1.0} else "graded"
+
+
+def _cost(lines: Sequence[ResultLine]) -> dict[str, float]:
+    n = max(1, len(lines))
+    return {
+        "evaluated_tokens_per_case": round(
+            sum(x.result.usage.evaluated_tokens for x in lines) / n, 1
+        ),
+        "prompt_tokens_per_case": round(sum(x.result.usage.prompt_tokens for x in lines) / n, 1),
+        "seconds_per_case": round(sum(x.result.seconds for x in lines) / n, 3),
+    }
+
+
+def measure(
+    model: str,
+    metric: BaseMetric,
+    label: str,
+    rows: list[CaseRow],
+    lines: dict[str, ResultLine],
+    source: str,
+) -> tuple[MetricOutcome, np.ndarray, np.ndarray, list[str]]:
+    """Agreement of one metric's results with one label (errored cases left out, counted)."""
+    human_all = labels_of(rows, label, source)
+    kept = [
+        (row, human)
+        for row, human in zip(rows, human_all, strict=True)
+        if row.case_id in lines and continuous_score(lines[row.case_id]) is not None
+    ]
+    if len(kept) < 2:
+        raise DataError(f"metric {metric.name!r} scored fewer than 2 cases; nothing to compare")
+    pred = np.asarray([continuous_score(lines[r.case_id]) for r, _ in kept], dtype=float)
+    human = np.asarray([h for _, h in kept])
+    docs = [document_of(r) for r, _ in kept]
+    kind = label_kind(human_all)
+    if kind == "graded":
+        agreement = stats.graded(pred, human, docs)
+    else:
+        agreement = stats.binary(pred, human, docs, metric.threshold)
+    outcome = MetricOutcome(
+        model=model,
+        metric=metric.name,
+        label=label_name(label),
+        kind=kind,
+        cases=len(kept),
+        errors=len(rows) - len(kept),
+        agreement=agreement,
+        cost=_cost([lines[r.case_id] for r, _ in kept]),
+        threshold=metric.threshold,
+        points=list(zip(pred.tolist(), human.tolist(), strict=True)),
+    )
+    return outcome, pred, human, docs
+
+
+def _statistic(kind: str, name: str, pred: np.ndarray, human: np.ndarray, docs: list[str]):
+    """The headline statistic as a function of case indices, for paired bootstraps."""
+    groups = stats.doc_groups(docs)
+    if name == "auroc":
+        return lambda i: stats.auroc(pred[i], human[i])
+    if name == "doc_spearman":
+        by_first = {int(g[0]): stats.correlation("spearman", pred[g], human[g]) for g in groups}
+
+        def doc(i: np.ndarray) -> float:
+            vals = [by_first[int(c)] for c in i if int(c) in by_first]
+            vals = [v for v in vals if not math.isnan(v)]
+            return float(np.mean(vals)) if vals else math.nan
+
+        return doc
+    return lambda i: stats.correlation("spearman", pred[i], human[i])
+
+
+def bench(
+    rows: list[CaseRow],
+    specs: Sequence[tuple[BaseMetric, MetricSpec]],
+    models: Sequence[str | None],
+    evaluate_fn: Callable[..., Any],
+    suite: str = "",
+    source: str = "",
+    results_dir: Path | None = None,
+    on_line: Callable[..., None] | None = None,
+) -> BenchResult:
+    """Score `rows` with every metric on every model, then measure agreement and cost."""
+    metrics = [m for m, _ in specs]
+    for _, spec in specs:  # every label is there before any model work
+        labels_of(rows, spec.label, source)
+    outcomes: list[MetricOutcome] = []
+    comparisons: list[Comparison] = []
+    runs: list[RunCount] = []
+    for model in models:
+        out = None
+        if results_dir is not None:
+            results_dir.mkdir(parents=True, exist_ok=True)
+            out = results_dir / f"results-{_slug(model or 'default')}.jsonl"
+        result = evaluate_fn(
+            rows,
+            metrics,
+            model=model,
+            include_reason=False,
+            out=out,
+            on_line=on_line,
+            source=source,
+        )
+        if result.interrupted:
+            raise KeyboardInterrupt
+        model_name = result.lines[0].model if result.lines else str(model)
+        judged = len(result.lines) - result.cached - result.resumed
+        runs.append(
+            RunCount(model_name, judged, result.cached, result.resumed, result.wall_seconds)
+        )
+        by_metric: dict[str, dict[str, ResultLine]] = {}
+        for line in result.lines:
+            by_metric.setdefault(line.metric, {})[line.case_id] = line
+        series = {}
+        for metric, spec in specs:
+            outcome, pred, human, docs = measure(
+                model_name, metric, spec.label, rows, by_metric.get(metric.name, {}), source
+            )
+            outcomes.append(outcome)
+            series[metric.name] = (outcome, pred, human, docs)
+        comparisons += _compare(model_name, series)
+    docs = {document_of(r) for r in rows}
+    return BenchResult(suite, source, len(rows), len(docs), outcomes, comparisons, runs)
+
+
+def _compare(model: str, series: dict[str, tuple]) -> list[Comparison]:
+    """Paired differences of the headline statistic between metrics that share a label and
+    scored the same cases."""
+    found = []
+    for (name_a, sa), (name_b, sb) in itertools.combinations(series.items(), 2):
+        oa, pa, ha, da = sa
+        ob, pb, hb, db = sb
+        if oa.label != ob.label or oa.kind != ob.kind or da != db or not np.array_equal(ha, hb):
+            continue
+        statistic = headline_name(oa.kind, oa.agreement)
+        stat_a = _statistic(oa.kind, statistic, pa, ha, da)
+        stat_b = _statistic(ob.kind, statistic, pb, hb, db)
+        diff = stats.paired_difference(stat_a, stat_b, da, len(pa))
+        found.append(Comparison(model, name_a, name_b, statistic, diff))
+    return found
+
+
+def _slug(text: str) -> str:
+    keep = "".join(c if c.isalnum() or c in "-_." else "-" for c in Path(text).name)
+    return keep.strip("-") or "model"
