@@ -2,22 +2,28 @@
 
 Keys are sha256 digests of everything that decides the value (model sha256, canonical metric
 definition, case content), so changing any of them misses. WAL mode and a busy timeout make
-it safe for several processes at once.
+it safe for several processes at once. A cache file that SQLite cannot read (corrupt,
+truncated, not a database) is set aside with a warning and a new one is started: a cache is
+never worth failing a run for.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from anvil_local.catalogue import cache_dir
 
+log = logging.getLogger(__name__)
+
 #: Bump when prompts or scoring change in a way that makes old entries wrong.
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"  # 2: no one-token decode batches (logits as a cold evaluation)
 
 _MIGRATIONS = [
     "CREATE TABLE IF NOT EXISTS steps (key TEXT PRIMARY KEY, steps TEXT NOT NULL)",
@@ -39,30 +45,60 @@ class Cache:
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path, timeout=30, isolation_level=None, check_same_thread=False
-            )
+            try:
+                self._conn = self._open()
+            except sqlite3.OperationalError:
+                raise  # locked, cannot open: not a damaged file
+            except sqlite3.DatabaseError as exc:
+                self._set_aside(exc)
+                self._conn = self._open()
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA busy_timeout=30000")
             for statement in _MIGRATIONS:
                 conn.execute(statement)
-            self._conn = conn
-        return self._conn
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    def _set_aside(self, exc: Exception) -> None:
+        """Move an unreadable cache file (and its WAL) out of the way."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        for suffix in ("", "-wal", "-shm"):
+            part = self.path.with_name(self.path.name + suffix)
+            if part.exists():
+                part.replace(aside.with_name(aside.name + suffix))
+        log.warning(
+            "the cache %s could not be read (%s); set it aside as %s", self.path, exc, aside
+        )
+
+    def _run(self, sql: str, args: tuple) -> list[tuple]:
+        with self._lock:
+            try:
+                return self._db().execute(sql, args).fetchall()
+            except sqlite3.OperationalError:
+                raise
+            except sqlite3.DatabaseError as exc:
+                self._set_aside(exc)
+                return self._db().execute(sql, args).fetchall()
 
     def _get(self, table: str, column: str, key: str) -> Any | None:
-        with self._lock:
-            row = (
-                self._db().execute(f"SELECT {column} FROM {table} WHERE key = ?", (key,)).fetchone()
-            )
-        return json.loads(row[0]) if row else None
+        rows = self._run(f"SELECT {column} FROM {table} WHERE key = ?", (key,))
+        return json.loads(rows[0][0]) if rows else None
 
     def _put(self, table: str, column: str, key: str, value: Any) -> None:
         blob = json.dumps(value, ensure_ascii=False)
-        with self._lock:
-            self._db().execute(
-                f"INSERT OR REPLACE INTO {table} (key, {column}) VALUES (?, ?)", (key, blob)
-            )
+        self._run(f"INSERT OR REPLACE INTO {table} (key, {column}) VALUES (?, ?)", (key, blob))
 
     def get_steps(self, key: str) -> list[str] | None:
         return self._get("steps", "steps", key)

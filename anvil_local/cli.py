@@ -30,6 +30,10 @@ class AnvilGroup(click.Group):
         except AnvilError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except click.UsageError as exc:  # one line too, with where to find help
+            command = exc.ctx.command_path if exc.ctx else "anvil"
+            click.echo(f"Error: {exc.format_message()} (see `{command} --help`)", err=True)
+            ctx.exit(EXIT_BAD_INPUT)
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             ctx.exit(EXIT_INTERRUPTED)
@@ -80,7 +84,7 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--batch-size",
-            type=click.IntRange(1),
+            type=click.IntRange(2),
             default=512,
             show_default=True,
             help="Prompt tokens per llama.cpp decode batch.",
@@ -505,9 +509,14 @@ def eval_command(
     process crashed (results written so far are kept)."""
     from anvil_local.run.dataset import parse_field_map, read_cases
     from anvil_local.run.evaluate import evaluate
+    from anvil_local.run.output import check_writable
     from anvil_local.spec import load_metric
 
     settings = settings_from(kwargs)
+    if out_file is not None:
+        check_writable(out_file, "--out")
+    if junit_file is not None:
+        check_writable(junit_file, "--junit")
     metrics = [load_metric(path) for path in metric_files]
     rows = read_cases(data_file, parse_field_map(fields))
     tty = sys.stderr.isatty()

@@ -69,3 +69,8 @@ class WorkerCrash(AnvilError):
 
     exit_code = 3
     outcome = None
+
+
+def not_utf8(path: object, exc: UnicodeDecodeError) -> str:
+    """The one-line description of a file that is not UTF-8 text."""
+    return f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"

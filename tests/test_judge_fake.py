@@ -85,3 +85,18 @@ def test_duplicate_options_are_rejected():
     judge = fake_judge(lambda t: np.zeros(N_VOCAB, dtype=np.float32))
     with pytest.raises(ValueError):
         judge.choose(Prompt(BLOCKS, "?"), ["Yes", " Yes"])
+
+
+def test_decode_batches_never_hold_one_token_alone():
+    from anvil_local.judge.runtime import batches
+
+    assert batches(0, 512) == []
+    assert batches(1, 512) == [1]
+    assert batches(2, 512) == [2]
+    assert batches(512, 512) == [512]
+    assert batches(513, 512) == [511, 2]
+    assert batches(1025, 512) == [512, 511, 2]
+    assert batches(700, 512) == [512, 188]
+    for count in range(2, 1200, 7):
+        sizes = batches(count, 64)
+        assert sum(sizes) == count and min(sizes) >= 2 and max(sizes) <= 64

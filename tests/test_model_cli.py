@@ -209,6 +209,7 @@ def test_readme_python_snippet_runs(real_data_dir: Path, monkeypatch, capsys):
 
 def test_readme_anvil_commands_run(real_data_dir: Path, tmp_path: Path, monkeypatch):
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    shutil.copytree(ROOT / "benchmarks", tmp_path / "benchmarks")
     monkeypatch.chdir(tmp_path)
     commands = []
     for block in _readme_blocks("sh"):

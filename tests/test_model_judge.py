@@ -104,3 +104,91 @@ def test_grammar_constrained_decode_answers_one_of_the_options(judge: Judge):
     for question in ("Is it faithful?", "Is it long?"):
         decoded = judge.decode_choice(Prompt(BLOCKS, question), ["Yes", "Partly", "No"])
         assert decoded in ("Yes", "Partly", "No")
+
+
+def _lse(values):
+    import numpy as np
+
+    values = np.asarray(values, dtype=np.float64)
+    peak = values.max()
+    return peak + np.log(np.exp(values - peak).sum())
+
+
+@pytest.mark.parametrize(
+    ("question", "options"),
+    [
+        ("Rate the output from 0 to 10.", [str(v) for v in range(11)]),  # "1" / "10"
+        ("Is the output faithful?", ["Yes", "Yes, partly", "No"]),  # "Yes" / "Yes, partly"
+    ],
+)
+def test_shared_prefix_options_match_a_direct_computation_from_logits(
+    judge: Judge, question: str, options: list[str]
+):
+    """Options whose first token is the same, checked against the logits read by hand: the
+    first-token softmax over the allowed first tokens, then, after the shared token, the
+    softmax over "end of answer" (the end-of-generation tokens) and each continuation."""
+    import numpy as np
+
+    runtime = judge.runtime
+    prompt = Prompt(BLOCKS, question)
+    seqs = [runtime.tokenize(o, special=False) for o in options]
+    shared = [
+        (i, j)
+        for i in range(len(seqs))
+        for j in range(len(seqs))
+        if i != j and len(seqs[j]) > len(seqs[i]) and seqs[j][: len(seqs[i])] == seqs[i]
+    ]
+    assert shared, "the option set must hold a true shared prefix in this vocabulary"
+    result = judge.choose(prompt, options)
+
+    tokens = judge.prompt_tokens(prompt)
+    root = runtime.evaluate(tokens)[0].astype(np.float64)
+    firsts = list(dict.fromkeys(s[0] for s in seqs))
+    z = _lse(root[firsts])
+    expected = {}
+    for index, seq in enumerate(seqs):
+        logp = root[seq[0]] - z
+        for depth in range(1, len(seq) + 1):
+            siblings = [s for s in seqs if s[:depth] == seq[:depth]]
+            if len(siblings) == 1:
+                break  # no branching below: the rest of the path has probability 1
+            after = runtime.evaluate(tokens + seq[:depth])[0].astype(np.float64)
+            nexts = list(dict.fromkeys(s[depth] for s in siblings if len(s) > depth))
+            ends = any(len(s) == depth for s in siblings)
+            end = _lse(after[list(runtime.end_ids)])
+            branch_values = [after[t] for t in nexts] + ([end] if ends else [])
+            norm = _lse(branch_values)
+            logp += (end if depth == len(seq) else after[seq[depth]]) - norm
+        expected[index] = np.exp(logp)
+    total = sum(expected.values())
+    for index in range(len(options)):
+        assert result.probabilities[index] == pytest.approx(
+            expected[index] / total, rel=1e-6, abs=1e-12
+        )
+
+
+def test_logits_are_those_of_a_cold_evaluation_whatever_came_before(judge: Judge):
+    """A one-token decode batch gives other numbers than a batch of two or more on llama.cpp's
+    CPU kernels; the runtime never decodes one, so re-evaluating a prompt, or reaching it from
+    a longer one, gives the cold evaluation's logits bit for bit."""
+    import numpy as np
+
+    runtime = judge.runtime
+    tokens = judge.prompt_tokens(Prompt(BLOCKS, "Is the output faithful?"))
+    runtime.evaluate([1, 2, 3])  # forget the prompt
+    cold = runtime.evaluate(tokens)[0]
+    again = runtime.evaluate(tokens)[0]  # everything reusable
+    runtime.evaluate([*tokens, 28, 10539])
+    shorter = runtime.evaluate(tokens)[0]  # reached from a longer sequence
+    runtime.evaluate(tokens[:-1])
+    one_more = runtime.evaluate(tokens)[0]  # one new token
+    for other in (again, shorter, one_more):
+        assert np.array_equal(cold, other)
+
+
+def test_repeated_choices_give_identical_probabilities(judge: Judge):
+    prompt = Prompt(BLOCKS, "Is the output faithful?")
+    options = ["Yes", "Yes, partly", "No"]
+    judge.runtime.evaluate([1, 2, 3])
+    first = judge.choose(prompt, options).probabilities
+    assert judge.choose(prompt, options).probabilities == first

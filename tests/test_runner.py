@@ -188,3 +188,57 @@ def test_resume_reads_back_only_the_pairs_still_asked_for(tmp_path: Path):
         ("c0", "Coherence"),
         ("c1", "Coherence"),
     }
+
+
+class FailsOnce(FakeJudge):
+    """Errors on case c1 until `healed` is set."""
+
+    healed = False
+
+    def score(self, prompt, lo, hi):
+        self.attempts = getattr(self, "attempts", 0) + 1
+        if "summary 1" in prompt.text() and not FailsOnce.healed:
+            raise ContextOverflow(5000, 4096, prompt.case_id)
+        return super().score(prompt, lo, hi)
+
+
+def test_an_error_pair_is_retried_and_the_file_keeps_one_line_per_pair(tmp_path: Path):
+    out = tmp_path / "r.jsonl"
+    FailsOnce.healed = False
+    for run in range(3):  # still failing: retried once per run, never a second line
+        judge = FailsOnce(scores=SCORES)
+        result = evaluate(cases(3), [metric()], model=judge, out=out, use_cache=False)
+        pairs = [(x["case_id"], x["metric"]) for x in read(out)]
+        assert len(pairs) == 3 == len(set(pairs))
+        assert judge.attempts == (3 if run == 0 else 1)
+    assert result.resumed == 2
+    assert [x["case_id"] for x in read(out) if x["error"]] == ["c1"]
+    FailsOnce.healed = True
+    judge = FailsOnce(scores=SCORES)
+    result = evaluate(cases(3), [metric()], model=judge, out=out, use_cache=False)
+    assert result.resumed == 2 and judge.attempts == 1  # only the error pair ran again
+    lines = read(out)
+    assert len(lines) == 3 and all(x["error"] is None for x in lines)
+
+
+def test_a_second_writer_on_the_same_results_file_is_refused(tmp_path: Path):
+    from anvil_local.run.output import ResultWriter
+
+    out = tmp_path / "r.jsonl"
+    holder = ResultWriter(out)
+    holder.lock()
+    try:
+        with pytest.raises(DataError, match="being written by another anvil eval"):
+            evaluate(cases(1), [metric()], model=FakeJudge(scores=SCORES), out=out)
+    finally:
+        holder.close()
+    result = evaluate(cases(1), [metric()], model=FakeJudge(scores=SCORES), out=out)
+    assert len(result.lines) == 1  # free again once the first writer closed
+
+
+def test_the_lock_is_released_when_a_run_fails_on_input(tmp_path: Path):
+    out = tmp_path / "r.jsonl"
+    out.write_text("not results\n")
+    for _ in range(2):  # the second attempt must see the same input error, not a lock
+        with pytest.raises(DataError, match="not a result line"):
+            evaluate(cases(1), [metric()], model=FakeJudge(scores=SCORES), out=out)

@@ -145,7 +145,7 @@ def _scatter(outcomes: list[MetricOutcome]) -> str:
         jitter = rng.uniform(-0.04, 0.04, len(human)) * (human.max() - human.min() or 1)
         ax.scatter(judge, human + jitter, s=9, alpha=0.55, color="#2b6cb0")
         name, est = o.headline
-        ax.set_title(f"{o.metric}\n{o.model}: {name} {_fmt(est)}", fontsize=8)
+        ax.set_title(f"{o.metric} ({o.model})\n{name} {_fmt(est)}", fontsize=7)
         ax.set_xlabel("judge score", fontsize=8)
         ax.set_ylabel(f"human {o.label}", fontsize=8)
         ax.tick_params(labelsize=7)
@@ -177,14 +177,27 @@ def _reliability(outcomes: list[MetricOutcome]) -> str | None:
     return _svg(fig)
 
 
+def _agreement_rows(result: BenchResult) -> list[tuple[MetricOutcome, str, Estimate]]:
+    """What the agreement chart shows: the headline statistic of each metric and model, and
+    for binary labels also the balanced accuracy at the cross-fitted threshold (the statistic
+    SummEdits publishes)."""
+    rows = []
+    for o in result.outcomes:
+        name, est = o.headline
+        rows.append((o, name, est))
+        fitted = o.agreement.get("balanced_accuracy_fitted")
+        if o.kind == "binary" and isinstance(fitted, Estimate):
+            rows.append((o, "balanced_accuracy_fitted", fitted))
+    return rows
+
+
 def _agreement(result: BenchResult) -> str:
     import matplotlib.pyplot as plt
 
-    outcomes = result.outcomes
-    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(outcomes) + 1.6))
-    labels, refs_drawn = [], set()
-    for y, o in enumerate(outcomes):
-        name, est = o.headline
+    rows = _agreement_rows(result)
+    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 1.6))
+    labels = []
+    for y, (o, name, est) in enumerate(rows):
         labels.append(f"{o.metric} / {o.model}\n({name} vs {o.label})")
         if not math.isnan(est.value):
             err = None
@@ -192,12 +205,8 @@ def _agreement(result: BenchResult) -> str:
                 err = [[est.value - est.low], [est.high - est.value]]
             ax.errorbar(est.value, y, xerr=err, fmt="o", color="#2b6cb0", capsize=3)
         for judge, stat, value in published(o.label):
-            if stat != name:
+            if not name.startswith(stat):
                 continue  # a published figure is drawn only beside the same statistic
-            key = (judge, y)
-            if key in refs_drawn:
-                continue
-            refs_drawn.add(key)
             ax.plot(value, y, marker="|", markersize=14, color="#c05621")
             ax.annotate(
                 judge,
@@ -209,7 +218,7 @@ def _agreement(result: BenchResult) -> str:
                 ha="center",
             )
     ax.axvline(0, color="#999", linewidth=0.8)
-    ax.set_yticks(range(len(outcomes)))
+    ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(labels, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("agreement with human labels (95% interval); orange: published judges")

@@ -36,6 +36,23 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return lo
 
 
+def batches(count: int, size: int) -> list[int]:
+    """Batch sizes for decoding `count` tokens, each at most `size`, none of one token unless
+    `count` is 1 (see LlamaRuntime.evaluate)."""
+    if count <= 0:
+        return []
+    if size < 2:
+        return [1] * count  # nothing else is possible (the CLI asks for at least 2)
+    sizes = [size] * (count // size)
+    rest = count % size
+    if rest:
+        sizes.append(rest)
+    if len(sizes) > 1 and sizes[-1] == 1:
+        sizes[-2] -= 1
+        sizes[-1] = 2
+    return sizes
+
+
 class LlamaRuntime:
     """One loaded model with one KV sequence. Not thread-safe: one per process."""
 
@@ -63,6 +80,7 @@ class LlamaRuntime:
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"cannot load model {path}: {exc}") from exc
         self.n_ctx = self.llama.n_ctx()
+        self.n_batch = settings.n_batch
         self.n_vocab = self.llama.n_vocab()
         self.metadata: dict[str, str] = dict(self.llama.metadata)
         self._vocab = llama_cpp.llama_model_get_vocab(self.llama.model)
@@ -107,19 +125,28 @@ class LlamaRuntime:
         return b"".join(self.piece(t) for t in tokens).decode("utf-8", errors="replace")
 
     def evaluate(self, tokens: Sequence[int]) -> tuple[np.ndarray, int, int]:
-        """Logits after `tokens`; returns (logits, tokens reused, tokens evaluated)."""
+        """Logits after `tokens`; returns (logits, tokens reused, tokens evaluated).
+
+        The logits are those of a cold evaluation of `tokens`, whatever was evaluated before:
+        llama.cpp's CPU kernels give a one-token batch different numbers from a batch of two
+        or more (measured: up to 0.75 in a logit for SmolLM2 Q4_1), while every split into
+        batches of two or more tokens matches a cold evaluation bit for bit. So no batch here
+        is ever a single token (short of a one-token prompt): a warm call decodes at least the
+        last two tokens, and a long suffix is cut so that its last batch is not one token.
+        """
         tokens = list(tokens)
         if not tokens:
             raise ValueError("nothing to evaluate")
         if len(tokens) > self.n_ctx:
             raise ModelError(f"{len(tokens)} tokens exceed the context of {self.n_ctx}")
-        # at least the last token is decoded so its logits are the current ones
-        keep = min(common_prefix(self._tokens, tokens), len(tokens) - 1)
+        keep = max(0, min(common_prefix(self._tokens, tokens), len(tokens) - 2))
         llama = self.llama
         llama.n_tokens = keep
         self._tokens = self._tokens[:keep]
         try:
-            llama.eval(tokens[keep:])
+            for chunk in batches(len(tokens) - keep, self.n_batch):
+                start = llama.n_tokens
+                llama.eval(tokens[start : start + chunk])
         except RuntimeError as exc:
             self._tokens = []
             llama.n_tokens = 0

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anvil_local.errors import DataError
+from anvil_local.errors import DataError, not_utf8
 from anvil_local.testcase import LLMTestCase, SingleTurnParams
 
 _CASE_FIELDS = {p.value for p in SingleTurnParams} | {"id", "name", "tags", "metadata"}
+# CSV cells may hold whole documents: lift the csv module's 128 KiB default cell limit.
+csv.field_size_limit(2**31 - 1)
 
 
 @dataclass(frozen=True)
@@ -74,9 +76,18 @@ def case_from_row(row: dict[str, Any], mapping: dict[str, str], where: str) -> L
 
 
 def _rows(path: Path) -> Iterable[tuple[int, Any]]:
+    try:
+        yield from _decoded_rows(path)
+    except UnicodeDecodeError as exc:
+        raise DataError(not_utf8(path, exc)) from exc
+    except csv.Error as exc:
+        raise DataError(f"{path}: not a readable CSV file: {exc}") from exc
+
+
+def _decoded_rows(path: Path) -> Iterable[tuple[int, Any]]:
     suffix = path.suffix.lower()
     try:
-        handle = path.open(encoding="utf-8", newline="")
+        handle = path.open(encoding="utf-8-sig", newline="")
     except FileNotFoundError as exc:
         raise DataError(f"{path}: no such file") from exc
     except OSError as exc:

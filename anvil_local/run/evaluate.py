@@ -127,7 +127,12 @@ def evaluate(
     writer = ResultWriter(out) if out is not None else None
     outcome = EvaluationResult()
     wanted = {(r.case_id, m.name) for r in rows for m in metrics}
-    done = _resume(writer, resolved, outcome, wanted)
+    try:
+        done = _resume(writer, resolved, outcome, wanted)
+    except BaseException:
+        if writer is not None:
+            writer.close()  # releases the lock
+        raise
     cache = default_cache() if use_cache else None
 
     todo: list[tuple[CaseRow, list[int]]] = []
@@ -216,25 +221,32 @@ def _resume(
     outcome: EvaluationResult,
     wanted: set[tuple[str, str]],
 ) -> set:
-    """Pairs already in the results file (and still asked for) are read back, not re-run."""
+    """Pairs already in the results file (and still asked for) are read back, not re-run.
+    Pairs whose line is an error are run again: their old line is dropped first, so the file
+    keeps one line per pair."""
     if writer is None:
         return set()
+    writer.lock()
     done = set()
+    retry = set()
     for item in writer.existing():
         if item.get("model_sha256") not in (None, model.sha256):
             raise DataError(
                 f"{writer.path} holds results of another model ({item.get('model')}); "
                 "use another --out or remove the file"
             )
-        if item.get("error") is not None:
-            continue  # failed pairs are tried again
         line = ResultLine.from_dict(item)
-        if (line.case_id, line.metric) not in wanted:
+        pair = (line.case_id, line.metric)
+        if pair not in wanted:
+            continue
+        if item.get("error") is not None:
+            retry.add(pair)
             continue
         line.resumed = True
-        done.add((line.case_id, line.metric))
+        done.add(pair)
         outcome.lines.append(line)
         outcome.resumed += 1
+    writer.drop(retry - done)
     return done
 
 

@@ -1,7 +1,9 @@
 """The results file: one complete JSON line per (case, metric), flushed as it is written.
 
 An interrupted run loses at most the pairs in flight. On resume, the lines already there are
-read back (a torn last line is cut off) and their pairs are not run again.
+read back (a torn last line is cut off) and their pairs are not run again; pairs whose line
+is an error are run again, and their old line is removed first, so the file never holds two
+lines for one pair. One process writes a results file at a time (a lock beside it).
 """
 
 from __future__ import annotations
@@ -14,10 +16,68 @@ from typing import Any, TextIO
 from anvil_local.errors import DataError
 
 
+def check_writable(path: str | Path, option: str) -> None:
+    """Fail before any work if an output file cannot be written where it is asked for."""
+    path = Path(path)
+    if path.is_dir():
+        raise DataError(f"{option} {path}: is a directory")
+    existing = path.parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise DataError(f"{option} {path}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK):
+        raise DataError(f"{option} {path}: cannot write in {existing}")
+
+
 class ResultWriter:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._handle: TextIO | None = None
+        self._lock: TextIO | None = None
+
+    def lock(self) -> None:
+        """Refuse a second process on the same file (until this writer closes)."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not on POSIX: no lock
+            return
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        try:
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            handle = lock_path.open("a+", encoding="utf-8")
+        except OSError as exc:
+            raise DataError(f"{self.path}: cannot write: {exc.strerror}") from exc
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            handle.close()
+            raise DataError(
+                f"{self.path} is being written by another anvil eval (pid {holder}); "
+                "wait for it to finish or use another --out"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._lock = handle
+
+    def drop(self, pairs: set[tuple[str, str]]) -> None:
+        """Remove the lines of these (case id, metric) pairs, atomically (to re-run them)."""
+        if not pairs or not self.path.exists():
+            return
+        kept = []
+        for number, chunk in enumerate(self.path.read_bytes().split(b"\n"), 1):
+            if not chunk.strip():
+                continue
+            item = self._parse(chunk, number)
+            if (str(item["case_id"]), item["metric"]) not in pairs:
+                kept.append(chunk + b"\n")
+        tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
+        tmp.write_bytes(b"".join(kept))
+        os.replace(tmp, self.path)
 
     def existing(self) -> list[dict[str, Any]]:
         """Lines already written; a torn final line (killed mid-write) is truncated away."""
@@ -56,8 +116,11 @@ class ResultWriter:
 
     def write(self, line: dict[str, Any]) -> None:
         if self._handle is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._handle = self.path.open("a", encoding="utf-8")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._handle = self.path.open("a", encoding="utf-8")
+            except OSError as exc:
+                raise DataError(f"{self.path}: cannot write: {exc.strerror}") from exc
         self._handle.write(json.dumps(line, ensure_ascii=False) + "\n")
         self._handle.flush()
         os.fsync(self._handle.fileno())
@@ -66,3 +129,6 @@ class ResultWriter:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+        if self._lock is not None:
+            self._lock.close()  # closing the file releases the lock
+            self._lock = None

@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from anvil_local.errors import AnvilError, DataError
+from anvil_local.errors import AnvilError, DataError, not_utf8
 from anvil_local.spec import deepeval
 
 
@@ -18,9 +18,11 @@ class MetricFileError(AnvilError):
 def read_metric_dict(path: Path) -> dict[str, Any]:
     """The file's content as a metric dict (DeepEval DAG JSON converted)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError as exc:
         raise MetricFileError(f"{path}: no such metric file") from exc
+    except UnicodeDecodeError as exc:
+        raise MetricFileError(not_utf8(path, exc)) from exc
     except OSError as exc:
         raise MetricFileError(f"{path}: cannot read: {exc.strerror}") from exc
     suffix = path.suffix.lower()
