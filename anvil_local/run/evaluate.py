@@ -434,9 +434,20 @@ def _run_workers(
             if crash[0] in workers.exited:
                 continue  # its goodbye was still in the queue: a normal exit
             number, process = crash
-            raise WorkerCrash(
-                _crash_message(number, process, workers.current.get(number), by_position, metrics)
-            )
+            doing = workers.current.get(number)
+            message = _crash_message(number, process, doing, by_position, metrics)
+            if doing is not None:  # the pair it was judging is recorded as an error
+                position, index = doing
+                metric = metrics[index]
+                failed = MetricResult(
+                    metric=metric.name,
+                    score=None,
+                    success=None,
+                    threshold=metric.threshold,
+                    error=message.split(";", 1)[0],
+                )
+                emit(by_position[position], metric, failed, False)
+            raise WorkerCrash(message)
     finally:
         for process in workers.processes:
             if process.is_alive():
