@@ -353,6 +353,11 @@ def _crash_message(
     )
 
 
+def _crash_result(metric: BaseMetric, message: str) -> MetricResult:
+    error = message.split(";", 1)[0]
+    return MetricResult(metric.name, None, None, metric.threshold, error=error)
+
+
 def _run_workers(
     plan: Plan,
     metrics: list[BaseMetric],
@@ -437,16 +442,8 @@ def _run_workers(
             doing = workers.current.get(number)
             message = _crash_message(number, process, doing, by_position, metrics)
             if doing is not None:  # the pair it was judging is recorded as an error
-                position, index = doing
-                metric = metrics[index]
-                failed = MetricResult(
-                    metric=metric.name,
-                    score=None,
-                    success=None,
-                    threshold=metric.threshold,
-                    error=message.split(";", 1)[0],
-                )
-                emit(by_position[position], metric, failed, False)
+                metric = metrics[doing[1]]
+                emit(by_position[doing[0]], metric, _crash_result(metric, message), False)
             raise WorkerCrash(message)
     finally:
         for process in workers.processes:
