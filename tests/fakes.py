@@ -65,7 +65,7 @@ class FakeRuntime:
     def detokenize(self, tokens: Sequence[int]) -> str:
         return bytes(t for t in tokens if t < 256).decode("utf-8", errors="replace")
 
-    def evaluate(self, tokens: Sequence[int]) -> tuple[np.ndarray, int, int]:
+    def evaluate(self, tokens: Sequence[int], exact: bool = True) -> tuple[np.ndarray, int, int]:
         tokens = list(tokens)
         keep = min(common_prefix(self.state, tokens), len(tokens) - 1)
         self.state = tokens

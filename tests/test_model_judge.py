@@ -182,7 +182,11 @@ def test_logits_are_those_of_a_cold_evaluation_whatever_came_before(judge: Judge
     shorter = runtime.evaluate(tokens)[0]  # reached from a longer sequence
     runtime.evaluate(tokens[:-1])
     one_more = runtime.evaluate(tokens)[0]  # one new token
-    for other in (again, shorter, one_more):
+    runtime.evaluate(tokens[:-3])
+    for n in (2, 1):  # a greedy-style tail decoded one token at a time, then read exactly
+        runtime.evaluate(tokens[:-n], exact=False)
+    after_steps = runtime.evaluate(tokens)[0]
+    for other in (again, shorter, one_more, after_steps):
         assert np.array_equal(cold, other)
 
 

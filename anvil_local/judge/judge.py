@@ -41,7 +41,9 @@ class Runtime(Protocol):
     def chat_template(self) -> str | None: ...
     def tokenize(self, text: str, special: bool) -> list[int]: ...
     def detokenize(self, tokens: Sequence[int]) -> str: ...
-    def evaluate(self, tokens: Sequence[int]) -> tuple[np.ndarray, int, int]: ...
+    def evaluate(
+        self, tokens: Sequence[int], exact: bool = True
+    ) -> tuple[np.ndarray, int, int]: ...
     def grammars(self) -> Any: ...
 
 
@@ -204,7 +206,7 @@ class Judge:
             sequence.append(token)
             if len(out) >= max_tokens:
                 return out, False, reused, evaluated
-            logits, _, n = self.runtime.evaluate(sequence)
+            logits, _, n = self.runtime.evaluate(sequence, exact=False)
             evaluated += n
 
     def decode_choice(self, prompt: Prompt, options: Sequence[str]) -> str:

@@ -88,6 +88,7 @@ class LlamaRuntime:
         self.bos_id = self.llama.token_bos()
         self.add_bos = self.metadata.get("tokenizer.ggml.add_bos_token", "false") == "true"
         self._tokens: list[int] = []
+        self._exact = 0  # leading cache entries computed as a cold evaluation would
         self._grammars = None
 
     def _end_tokens(self) -> tuple[int, ...]:
@@ -124,34 +125,49 @@ class LlamaRuntime:
     def detokenize(self, tokens: Sequence[int]) -> str:
         return b"".join(self.piece(t) for t in tokens).decode("utf-8", errors="replace")
 
-    def evaluate(self, tokens: Sequence[int]) -> tuple[np.ndarray, int, int]:
+    def evaluate(self, tokens: Sequence[int], exact: bool = True) -> tuple[np.ndarray, int, int]:
         """Logits after `tokens`; returns (logits, tokens reused, tokens evaluated).
 
-        The logits are those of a cold evaluation of `tokens`, whatever was evaluated before:
-        llama.cpp's CPU kernels give a one-token batch different numbers from a batch of two
-        or more (measured: up to 0.75 in a logit for SmolLM2 Q4_1), while every split into
-        batches of two or more tokens matches a cold evaluation bit for bit. So no batch here
-        is ever a single token (short of a one-token prompt): a warm call decodes at least the
-        last two tokens, and a long suffix is cut so that its last batch is not one token.
+        With `exact` (every prompt and option read), the logits are those of a cold evaluation
+        of `tokens`, whatever was evaluated before. llama.cpp's CPU kernels give a one-token
+        batch other numbers than a batch of two or more (measured: up to 0.75 in a logit for
+        SmolLM2 Q4_1), while every split into batches of two or more tokens matches a cold
+        evaluation bit for bit. So an exact call never decodes a batch of one token (short of
+        a one-token prompt): it decodes at least the last two tokens, cuts a long suffix so
+        that its last batch is not one token, and reuses only cache entries that were computed
+        that way.
+
+        Without `exact` (greedy generation, one token at a time) the new token is decoded
+        alone, which is cheaper; the text stays deterministic, and the positions decoded so
+        are never reused by an exact call.
         """
         tokens = list(tokens)
         if not tokens:
             raise ValueError("nothing to evaluate")
         if len(tokens) > self.n_ctx:
             raise ModelError(f"{len(tokens)} tokens exceed the context of {self.n_ctx}")
-        keep = max(0, min(common_prefix(self._tokens, tokens), len(tokens) - 2))
+        common = common_prefix(self._tokens, tokens)
+        if exact:
+            keep = max(0, min(common, self._exact, len(tokens) - 2))
+        else:
+            keep = min(common, len(tokens) - 1)
         llama = self.llama
         llama.n_tokens = keep
         self._tokens = self._tokens[:keep]
+        self._exact = min(self._exact, keep)
+        sizes = batches(len(tokens) - keep, self.n_batch) if exact else [len(tokens) - keep]
         try:
-            for chunk in batches(len(tokens) - keep, self.n_batch):
+            for size in sizes:
                 start = llama.n_tokens
-                llama.eval(tokens[start : start + chunk])
+                llama.eval(tokens[start : start + size])
         except RuntimeError as exc:
             self._tokens = []
+            self._exact = 0
             llama.n_tokens = 0
             raise ModelError(f"llama.cpp failed to decode: {exc}") from exc
         self._tokens = tokens
+        if exact:
+            self._exact = len(tokens)
         ptr = self._llama_cpp.llama_get_logits_ith(llama.ctx, -1)
         logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
         return logits, keep, len(tokens) - keep
