@@ -196,14 +196,7 @@ def _statistic(kind: str, name: str, pred: np.ndarray, human: np.ndarray, docs: 
     if name == "auroc":
         return lambda i: stats.auroc(pred[i], human[i])
     if name == "doc_spearman":
-        by_first = {int(g[0]): stats.correlation("spearman", pred[g], human[g]) for g in groups}
-
-        def doc(i: np.ndarray) -> float:
-            vals = [by_first[int(c)] for c in i if int(c) in by_first]
-            vals = [v for v in vals if not math.isnan(v)]
-            return float(np.mean(vals)) if vals else math.nan
-
-        return doc
+        return stats.document_mean("spearman", pred, human, groups)
     return lambda i: stats.correlation("spearman", pred[i], human[i])
 
 

@@ -122,6 +122,22 @@ def estimate(statistic: Stat, groups: Sequence[np.ndarray], n: int) -> Estimate:
 # -- graded labels ------------------------------------------------------------------------
 
 
+def document_mean(
+    kind: str, pred: np.ndarray, human: np.ndarray, groups: Sequence[np.ndarray]
+) -> Stat:
+    """The per-document mean correlation as a statistic of resampled case indices. Per-document
+    values do not change under resampling, so a resample is a weighted mean of them (a
+    document drawn twice counts twice)."""
+    by_first = {int(g[0]): correlation(kind, pred[g], human[g]) for g in groups}
+
+    def stat(i: np.ndarray) -> float:
+        vals = [by_first[int(c)] for c in i if int(c) in by_first]
+        vals = [v for v in vals if not math.isnan(v)]
+        return float(np.mean(vals)) if vals else math.nan
+
+    return stat
+
+
 def graded(pred: np.ndarray, human: np.ndarray, docs: Sequence[str]) -> dict:
     """Pooled and per-document correlations with intervals."""
     groups = doc_groups(docs)
@@ -131,14 +147,7 @@ def graded(pred: np.ndarray, human: np.ndarray, docs: Sequence[str]) -> dict:
 
     for kind in ("spearman", "kendall", "pearson"):
         mean, used, skipped = per_document(kind, pred, human, groups)
-        # per-document values do not change under resampling: a resample is a weighted mean
-        by_first = {int(g[0]): correlation(kind, pred[g], human[g]) for g in groups}
-
-        def doc_mean(i: np.ndarray, by_first: dict[int, float] = by_first) -> float:
-            vals = [by_first[int(c)] for c in i if int(c) in by_first]
-            vals = [v for v in vals if not math.isnan(v)]
-            return float(np.mean(vals)) if vals else math.nan
-
+        doc_mean = document_mean(kind, pred, human, groups)
         low, high = bootstrap(doc_mean, groups)
         out[f"doc_{kind}"] = Estimate(mean, low, high)
         out["docs_used"], out["docs_skipped"] = used, skipped
