@@ -161,7 +161,8 @@ def test_the_html_report_renders_its_charts_in_a_browser(tmp_path: Path):
             "soft yes/no": lambda r: 0.3 + 0.4 * label(r, "ok"),
         }
     )
-    paths = write_report(bench(data, specs, [None], runner), tmp_path / "report")
+    result = bench(data, specs, [None], runner, source="data/summeval.jsonl")
+    paths = write_report(result, tmp_path / "report")
     page = paths["html"].read_text()
     for fetch in ('src="http', 'href="http', "url(http", "<link", "<script", "@import"):
         assert fetch not in page, fetch  # nothing fetched: opens offline

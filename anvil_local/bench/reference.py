@@ -7,40 +7,51 @@ SummEval: summary-level Spearman computed per document over its 16 summaries and
 
 from __future__ import annotations
 
-#: label -> [(judge, statistic, value)]
-PUBLISHED: dict[str, list[tuple[str, str, float]]] = {
-    "coherence": [
-        ("G-Eval GPT-4", "doc_spearman", 0.582),
-        ("G-Eval GPT-3.5", "doc_spearman", 0.440),
-        ("UniEval", "doc_spearman", 0.575),
-        ("ROUGE-1", "doc_spearman", 0.167),
-    ],
-    "consistency": [
-        ("G-Eval GPT-4", "doc_spearman", 0.507),
-        ("G-Eval GPT-3.5", "doc_spearman", 0.386),
-        ("UniEval", "doc_spearman", 0.446),
-        ("ROUGE-1", "doc_spearman", 0.160),
-    ],
-    "fluency": [
-        ("G-Eval GPT-4", "doc_spearman", 0.506),
-        ("G-Eval GPT-3.5", "doc_spearman", 0.424),
-        ("UniEval", "doc_spearman", 0.449),
-        ("ROUGE-1", "doc_spearman", 0.115),
-    ],
-    "relevance": [
-        ("G-Eval GPT-4", "doc_spearman", 0.547),
-        ("G-Eval GPT-3.5", "doc_spearman", 0.385),
-        ("UniEval", "doc_spearman", 0.426),
-        ("ROUGE-1", "doc_spearman", 0.326),
-    ],
-    "consistent": [
-        ("SummEdits: humans", "balanced_accuracy", 0.909),
-        ("SummEdits: GPT-4", "balanced_accuracy", 0.821),
-        ("SummEdits: Mistral-7B", "balanced_accuracy", 0.578),
-        ("SummEdits: Llama-2-7B", "balanced_accuracy", 0.504),
-    ],
+from pathlib import Path
+
+#: dataset (matched against the data file's name) -> label -> [(judge, statistic, value)]
+PUBLISHED: dict[str, dict[str, list[tuple[str, str, float]]]] = {
+    "summeval": {
+        "coherence": [
+            ("G-Eval GPT-4", "doc_spearman", 0.582),
+            ("G-Eval GPT-3.5", "doc_spearman", 0.440),
+            ("UniEval", "doc_spearman", 0.575),
+            ("ROUGE-1", "doc_spearman", 0.167),
+        ],
+        "consistency": [
+            ("G-Eval GPT-4", "doc_spearman", 0.507),
+            ("G-Eval GPT-3.5", "doc_spearman", 0.386),
+            ("UniEval", "doc_spearman", 0.446),
+            ("ROUGE-1", "doc_spearman", 0.160),
+        ],
+        "fluency": [
+            ("G-Eval GPT-4", "doc_spearman", 0.506),
+            ("G-Eval GPT-3.5", "doc_spearman", 0.424),
+            ("UniEval", "doc_spearman", 0.449),
+            ("ROUGE-1", "doc_spearman", 0.115),
+        ],
+        "relevance": [
+            ("G-Eval GPT-4", "doc_spearman", 0.547),
+            ("G-Eval GPT-3.5", "doc_spearman", 0.385),
+            ("UniEval", "doc_spearman", 0.426),
+            ("ROUGE-1", "doc_spearman", 0.326),
+        ],
+    },
+    "summedits": {
+        "consistent": [
+            ("humans", "balanced_accuracy", 0.909),
+            ("GPT-4", "balanced_accuracy", 0.821),
+            ("Mistral-7B", "balanced_accuracy", 0.578),
+            ("Llama-2-7B", "balanced_accuracy", 0.504),
+        ],
+    },
 }
 
 
-def published(label: str) -> list[tuple[str, str, float]]:
-    return PUBLISHED.get(label, [])
+def published(label: str, data: str) -> list[tuple[str, str, float]]:
+    """Published figures for `label` on the dataset the data file is named after."""
+    name = Path(data).name.lower()
+    for dataset, labels in PUBLISHED.items():
+        if dataset in name:
+            return labels.get(label, [])
+    return []

@@ -102,7 +102,9 @@ def markdown(result: BenchResult) -> str:
             _table(["model", "statistic", "A", "B", "B - A"], rows),
             "",
         ]
-    refs = sorted({(o.label, j, s, v) for o in result.outcomes for j, s, v in published(o.label)})
+    refs = sorted(
+        {(o.label, j, s, v) for o in result.outcomes for j, s, v in published(o.label, result.data)}
+    )
     if refs:
         rows = [[label, judge, stat, f"{value:.3f}"] for label, judge, stat, value in refs]
         parts += [
@@ -204,7 +206,7 @@ def _agreement(result: BenchResult) -> str:
             if not math.isnan(est.low):
                 err = [[est.value - est.low], [est.high - est.value]]
             ax.errorbar(est.value, y, xerr=err, fmt="o", color="#2b6cb0", capsize=3)
-        for judge, stat, value in published(o.label):
+        for judge, stat, value in published(o.label, result.data):
             if not name.startswith(stat):
                 continue  # a published figure is drawn only beside the same statistic
             ax.plot(value, y, marker="|", markersize=14, color="#c05621")
