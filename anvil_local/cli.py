@@ -290,6 +290,9 @@ def doctor(model: str | None, threads: int | None, no_probe: bool) -> None:
     help="Write bench.json, bench.md, report.html and the results files here.",
 )
 @click.option("--no-cache", is_flag=True, help="Bypass the result cache.")
+@click.option(
+    "--threads", type=click.IntRange(1), default=None, help="CPU threads (default: all cores)."
+)
 @click.option("--progress/--no-progress", default=None, help="Progress lines on stderr.")
 def bench(
     suite: str | None,
@@ -301,6 +304,7 @@ def bench(
     docs: int | None,
     report_dir: Path | None,
     no_cache: bool,
+    threads: int | None,
     progress: bool | None,
 ) -> None:
     """Measure how well judges (model + metric) agree with human labels, and what they cost."""
@@ -316,6 +320,7 @@ def bench(
         docs=docs,
         report_dir=report_dir,
         use_cache=not no_cache,
+        threads=threads,
         progress=LineProgress("judging") if (progress is not False) else None,
     )
     click.echo(text, nl=False)

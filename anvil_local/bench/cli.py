@@ -37,6 +37,7 @@ def run_bench(
     docs: int | None,
     report_dir: Path | None,
     use_cache: bool,
+    threads: int | None = None,
     progress: Any = None,
 ) -> str:
     """Run a bench and return its Markdown; write the report files when asked."""
@@ -68,7 +69,10 @@ def run_bench(
         if progress is not None:
             progress.update(done, total)
 
-    run = functools.partial(evaluate, use_cache=use_cache)
+    from anvil_local.judge.settings import JudgeSettings
+
+    settings = JudgeSettings(threads=threads)
+    run = functools.partial(evaluate, use_cache=use_cache, settings=settings)
     result = bench(
         rows,
         specs,
