@@ -190,7 +190,7 @@ def measure(
     return outcome, pred, human, docs
 
 
-def _statistic(kind: str, name: str, pred: np.ndarray, human: np.ndarray, docs: list[str]):
+def _statistic(name: str, pred: np.ndarray, human: np.ndarray, docs: list[str]):
     """The headline statistic as a function of case indices, for paired bootstraps."""
     groups = stats.doc_groups(docs)
     if name == "auroc":
@@ -263,8 +263,8 @@ def _compare(model: str, series: dict[str, tuple]) -> list[Comparison]:
         if oa.label != ob.label or oa.kind != ob.kind or da != db or not np.array_equal(ha, hb):
             continue
         statistic = headline_name(oa.kind, oa.agreement)
-        stat_a = _statistic(oa.kind, statistic, pa, ha, da)
-        stat_b = _statistic(ob.kind, statistic, pb, hb, db)
+        stat_a = _statistic(statistic, pa, ha, da)
+        stat_b = _statistic(statistic, pb, hb, db)
         diff = stats.paired_difference(stat_a, stat_b, da, len(pa))
         found.append(Comparison(model, name_a, name_b, statistic, diff))
     return found
