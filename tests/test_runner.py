@@ -242,3 +242,12 @@ def test_the_lock_is_released_when_a_run_fails_on_input(tmp_path: Path):
     for _ in range(2):  # the second attempt must see the same input error, not a lock
         with pytest.raises(DataError, match="not a result line"):
             evaluate(cases(1), [metric()], model=FakeJudge(scores=SCORES), out=out)
+
+
+def test_resumed_lines_are_not_counted_as_cache_hits(tmp_path: Path):
+    out = tmp_path / "r.jsonl"
+    evaluate(cases(2), [metric()], model=FakeJudge(scores=SCORES), out=tmp_path / "first.jsonl")
+    evaluate(cases(2), [metric()], model=FakeJudge(scores=SCORES), out=out)  # both from cache
+    result = evaluate(cases(3), [metric()], model=FakeJudge(scores=SCORES), out=out)
+    assert (result.resumed, result.cached) == (2, 0)
+    assert len(result.lines) - result.resumed - result.cached == 1  # judged in this run

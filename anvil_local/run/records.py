@@ -92,7 +92,8 @@ class EvaluationResult:
 
     @property
     def cached(self) -> int:
-        return sum(1 for line in self.lines if line.cached)
+        """Pairs served from the cache in this run (not those read back from the file)."""
+        return sum(1 for line in self.lines if line.cached and not line.resumed)
 
     @property
     def usage(self) -> Usage:
