@@ -22,7 +22,7 @@ def small_summeval(tmp_path: Path, docs: int = 2, per_doc: int = 4) -> Path:
         group = chosen.setdefault(doc, [])
         if len(group) < per_doc:
             group.append(line)
-    path = tmp_path / "cases.jsonl"
+    path = tmp_path / "summeval-small.jsonl"  # named after its dataset: published figures show
     path.write_text("\n".join(x for g in chosen.values() for x in g) + "\n")
     return path
 
