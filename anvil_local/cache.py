@@ -58,14 +58,28 @@ class Cache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA busy_timeout=30000")
+            self._wal(conn)
             for statement in _MIGRATIONS:
                 conn.execute(statement)
         except sqlite3.DatabaseError:
             conn.close()
             raise
         return conn
+
+    @staticmethod
+    def _wal(conn: sqlite3.Connection, patience: float = 30.0) -> None:
+        """Switch to WAL. SQLite answers "locked" at once (no busy wait) while another process
+        opens the same new file, so wait here as the busy timeout would."""
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def _set_aside(self, exc: Exception) -> None:
         """Move an unreadable cache file (and its WAL) out of the way."""
