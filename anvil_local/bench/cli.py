@@ -44,7 +44,8 @@ def run_bench(
     _need_bench_extra()
     from anvil_local.bench.report import markdown, write_report
     from anvil_local.bench.run import bench
-    from anvil_local.bench.suite import MetricSpec, load_suite, read_labelled, select
+    from anvil_local.bench.suite import MetricSpec, load_suite, select
+    from anvil_local.run.dataset import read_cases
     from anvil_local.run.evaluate import evaluate
     from anvil_local.spec import load_metric
 
@@ -62,7 +63,7 @@ def run_bench(
         if data_file is None or label is None or not metric_files:
             raise DataError("give --suite NAME, or --data FILE --label labels.NAME --metric FILE")
         specs_in = [MetricSpec(file=Path(f), label=label) for f in metric_files]
-    rows = select(read_labelled(Path(data_file)), docs, limit)
+    rows = select(read_cases(Path(data_file)), docs, limit)
     specs = [(load_metric(spec.file), spec) for spec in specs_in]
 
     def on_line(line: Any, done: int, total: int) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from anvil_local.errors import DataError
-from anvil_local.run.dataset import CaseRow, read_cases
+from anvil_local.run.dataset import CaseRow
 
 SUITES_ENV = "ANVIL_SUITES"
 
@@ -132,7 +132,3 @@ def labels_of(rows: list[CaseRow], label: str, source: str) -> np.ndarray:
             raise DataError(f"{source}: case {row.case_id!r} has no numeric label {name!r}")
         values.append(float(value))
     return np.asarray(values)
-
-
-def read_labelled(path: Path) -> list[CaseRow]:
-    return read_cases(path)

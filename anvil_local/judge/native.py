@@ -17,9 +17,8 @@ import platform
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from anvil_local.errors import NativeCrash
 
@@ -158,8 +157,6 @@ class ProbeResult:
     prompt_tokens_per_s: float | None = None
     generated_tokens_per_s: float | None = None
     threads: int = 0
-    cached: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def describe_signal(number: int) -> str:
@@ -242,7 +239,6 @@ def probe(
         prompt_tokens_per_s=report.get("prompt_tokens_per_s"),
         generated_tokens_per_s=report.get("generated_tokens_per_s"),
         threads=report.get("threads", threads),
-        extra={k: v for k, v in report.items() if k.endswith("_tokens")},
     )
 
 
