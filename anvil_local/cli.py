@@ -343,10 +343,49 @@ def validate(files: tuple[Path, ...]) -> None:
             click.echo(f"Error: {exc}", err=True)
             bad += 1
             continue
-        kind = "DAG" if metric.to_dict().get("type") == "dag" else "GEval"
-        click.echo(f"{path}: OK ({kind} {metric.name!r})")
+        click.echo(f"{path}: OK ({type(metric).__name__} {metric.name!r})")
     if bad:
         sys.exit(EXIT_BAD_INPUT)
+
+
+@main.command()
+@click.argument("metric_file", type=click.Path(path_type=Path))
+@click.option(
+    "--to",
+    "target",
+    type=click.Choice(["anvil", "deepeval", "deepeval-upload"]),
+    default="anvil",
+    show_default=True,
+    help="anvil: our JSON metric file; deepeval: the DAG JSON DeepEval's "
+    "DeepAcyclicGraph.to_dict() writes (a DAG only); deepeval-upload: the same wrapped "
+    "with the metric's name.",
+)
+@click.option(
+    "--out",
+    "out_file",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="Write here (default: stdout).",
+)
+def export(metric_file: Path, target: str, out_file: Path | None) -> None:
+    """Write a metric file (TOML, JSON or DeepEval DAG JSON) in another shape. DeepEval's
+    DAG JSON has no room for the threshold, soft mode or a G-Eval rubric: those are lost."""
+    from anvil_local.spec import load_metric
+    from anvil_local.spec.deepeval import to_deepeval
+
+    metric = load_metric(metric_file)
+    data = metric.to_dict()
+    if target != "anvil":
+        data = to_deepeval(data, wrapper=target == "deepeval-upload")
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if out_file is None:
+        click.echo(text, nl=False)
+        return
+    from anvil_local.run.output import check_writable
+
+    check_writable(out_file, "--out")
+    out_file.write_text(text, encoding="utf-8")
+    click.echo(f"wrote {out_file}", err=True)
 
 
 @main.command()
@@ -360,17 +399,17 @@ def validate(files: tuple[Path, ...]) -> None:
 @model_options
 def steps(metric_file: Path, model: str | None, **kwargs: Any) -> None:
     """Print a G-Eval metric's evaluation steps as TOML, to pin them in the file."""
-    from anvil_local.judge import get_judge
+    from anvil_local.judge import open_session
     from anvil_local.metrics.geval import GEval
     from anvil_local.spec import load_metric
 
     metric = load_metric(metric_file)
     if not isinstance(metric, GEval):
         raise DataError(f"{metric_file}: steps exist only for GEval metrics")
-    judge = get_judge(model, settings_from(kwargs))
-    found = metric.steps_for(judge)
+    session = open_session(model, settings_from(kwargs))
+    found = metric.steps_for(session)
     items = ",\n".join(f"  {json.dumps(s, ensure_ascii=False)}" for s in found)
-    click.echo(f"# {metric.name}: evaluation steps for model {judge.info.name}")
+    click.echo(f"# {metric.name}: evaluation steps for model {session.model.name}")
     click.echo(f"evaluation_steps = [\n{items},\n]")
 
 
@@ -410,7 +449,7 @@ def explain(
     **kwargs: Any,
 ) -> None:
     """Show one case's walk (DAG) or score distribution (G-Eval), readably."""
-    from anvil_local.judge import get_judge
+    from anvil_local.judge import open_session
     from anvil_local.metrics.render import render_result
     from anvil_local.run.dataset import case_from_row, parse_field_map, read_cases
     from anvil_local.spec import load_metric
@@ -433,9 +472,9 @@ def explain(
         case = rows[0].case
     else:
         raise DataError("give --case JSON, or --data FILE with --id ID")
-    judge = get_judge(model, settings_from(kwargs))
-    result = metric.run(case, judge, include_reason=False if no_reason else None)
-    click.echo(f"case {case.id or '(no id)'}, model {judge.info.name}")
+    session = open_session(model, settings_from(kwargs))
+    result = metric.run(case, session, include_reason=False if no_reason else None)
+    click.echo(f"case {case.id or '(no id)'}, model {session.model.name}")
     click.echo(render_result(result))
 
 
@@ -479,6 +518,25 @@ def explain(
     show_default=True,
     help="Worker processes, each loading the model once.",
 )
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "pool", "ray"]),
+    default=None,
+    help="Where pairs are judged: this process, --jobs worker processes (default when "
+    "--jobs > 1), or --jobs Ray actors (needs the [ray] extra).",
+)
+@click.option(
+    "--ray-address",
+    default=None,
+    metavar="ADDRESS",
+    help="Ray cluster to use with --executor ray (default: start a local Ray).",
+)
+@click.option(
+    "--shard",
+    default=None,
+    metavar="I/N",
+    help="Judge only shard I of N (stable by prompt-prefix group); join with `anvil merge`.",
+)
 @click.option("--no-cache", is_flag=True, help="Bypass the result cache.")
 @click.option("--no-reason", is_flag=True, help="Generate no reasons (faster).")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first case-level error.")
@@ -501,6 +559,9 @@ def eval_command(
     out_file: Path | None,
     junit_file: Path | None,
     jobs: int,
+    executor: str | None,
+    ray_address: str | None,
+    shard: str | None,
     no_cache: bool,
     no_reason: bool,
     fail_fast: bool,
@@ -514,7 +575,10 @@ def eval_command(
     process crashed (results written so far are kept)."""
     from anvil_local.run.dataset import parse_field_map, read_cases
     from anvil_local.run.evaluate import evaluate
+    from anvil_local.run.executors import make_executor
     from anvil_local.run.output import check_writable
+    from anvil_local.run.plan import Shard
+    from anvil_local.run.sinks import JUnitSink, SummarySink
     from anvil_local.spec import load_metric
 
     settings = settings_from(kwargs)
@@ -522,29 +586,18 @@ def eval_command(
         check_writable(out_file, "--out")
     if junit_file is not None:
         check_writable(junit_file, "--junit")
+    if ray_address is not None and executor != "ray":
+        raise DataError("--ray-address needs --executor ray")
+    chosen_shard = Shard.parse(shard) if shard is not None else None
     metrics = [load_metric(path) for path in metric_files]
     rows = read_cases(data_file, parse_field_map(fields))
     tty = sys.stderr.isatty()
     show = tty if progress is None else progress
-    bar = None
-    lines = LineProgress("judging") if show and not tty else None
-    started = time.monotonic()
+    sinks: list[Any] = [CliProgress(stream_lines=out_file is None, show=show, tty=tty)]
+    if junit_file is not None:
+        sinks.append(JUnitSink(junit_file))
+    sinks.append(SummarySink(out_file))
     crash: WorkerCrash | None = None
-    outcome = None
-
-    def on_line(line: Any, done: int, total: int) -> None:
-        nonlocal bar
-        if out_file is None:
-            click.echo(json.dumps(line.to_dict(), ensure_ascii=False))
-        if lines is not None:
-            lines.update(done, total)
-        elif show:
-            if bar is None:
-                bar = _progress_bar(total, "judging", True, show_item=True)
-                bar.__enter__()
-            rate = (time.monotonic() - started) / done
-            bar.update(1, current_item=f"{rate:.2f} s/result")
-
     try:
         outcome = evaluate(
             rows,
@@ -552,20 +605,17 @@ def eval_command(
             model=model,
             settings=settings,
             jobs=jobs,
+            executor=make_executor(executor, jobs, ray_address=ray_address),
+            shard=chosen_shard,
             use_cache=not no_cache,
             include_reason=False if no_reason else None,
             fail_fast=fail_fast,
             out=out_file,
-            on_line=on_line,
+            sinks=sinks,
             source=str(data_file),
         )
     except WorkerCrash as exc:
-        crash, outcome = exc, exc.outcome  # report what was judged before it, then fail
-    finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
-    if outcome is not None:
-        _finish(outcome, junit_file, out_file)
+        crash, outcome = exc, exc.outcome  # its JUnit and summary are written; then fail
     if crash is not None:
         raise crash
     if outcome.interrupted:
@@ -573,13 +623,104 @@ def eval_command(
     sys.exit(0 if outcome.all_passed else EXIT_FAILED)
 
 
-def _finish(outcome: Any, junit_file: Path | None, out_file: Path | None) -> None:
-    from anvil_local.run.junit import write_junit
-    from anvil_local.run.report import render_summary
+class CliProgress:
+    """A sink: each line to stdout when there is no --out, and progress on stderr (a bar
+    on a terminal, a line every 10 s in logs), closed before the summary is printed."""
 
-    if junit_file is not None:
-        write_junit(junit_file, outcome.lines)
-    click.echo(render_summary(outcome, out_file), err=True)
+    def __init__(self, stream_lines: bool, show: bool, tty: bool) -> None:
+        self.stream_lines = stream_lines
+        self.show = show
+        self.lines = LineProgress("judging") if show and not tty else None
+        self.bar: Any = None
+        self.started = time.monotonic()
+        self.done = 0
+        self.total = 0
+
+    def start(self, plan: Any) -> None:
+        self.total = plan.total
+
+    def accept(self, item: Any) -> None:
+        self.done += 1
+        if self.stream_lines:
+            click.echo(json.dumps(item.line.to_dict(), ensure_ascii=False))
+        total = max(self.total, self.done)
+        if self.lines is not None:
+            self.lines.update(self.done, total)
+        elif self.show:
+            if self.bar is None:
+                self.bar = _progress_bar(total, "judging", True, show_item=True)
+                self.bar.__enter__()
+            rate = (time.monotonic() - self.started) / self.done
+            self.bar.update(1, current_item=f"{rate:.2f} s/result")
+
+    def finish(self, outcome: Any) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+# -- merge ------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out_file",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The merged results file (replaced if it exists).",
+)
+@click.option(
+    "--data",
+    "data_file",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="The run's cases file: with --metric, report the pairs no shard judged.",
+)
+@click.option(
+    "--metric",
+    "metric_files",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="The run's metric files (repeatable; with --data).",
+)
+@click.option("--field", "fields", multiple=True, metavar="PARAM=COLUMN")
+def merge(
+    inputs: tuple[Path, ...],
+    out_file: Path,
+    data_file: Path | None,
+    metric_files: tuple[Path, ...],
+    fields: tuple[str, ...],
+) -> None:
+    """Join the results files of `anvil eval --shard` runs: one line per (case, metric),
+    one model throughout. Exit 0: complete; 1: some pair is missing or an error."""
+    from anvil_local.run.merge import merge_results
+    from anvil_local.run.output import check_writable
+
+    check_writable(out_file, "--out")
+    expected = None
+    if data_file is not None or metric_files:
+        if data_file is None or not metric_files:
+            raise DataError("--data and --metric go together (the pairs the run asked for)")
+        from anvil_local.run.dataset import parse_field_map, read_cases
+        from anvil_local.spec import load_metric
+
+        metrics = [load_metric(path) for path in metric_files]
+        rows = read_cases(data_file, parse_field_map(fields))
+        expected = [(row.case_id, metric.name) for row in rows for metric in metrics]
+    report = merge_results(inputs, out_file, expected)
+    click.echo(
+        f"merged {len(inputs)} files into {out_file}: {report.lines} lines "
+        f"({report.duplicates} duplicates dropped, {report.errors} errors), "
+        f"model {report.model or '-'}",
+        err=True,
+    )
+    for case_id, metric in report.missing[:20]:
+        click.echo(f"missing: case {case_id!r} metric {metric!r}", err=True)
+    if len(report.missing) > 20:
+        click.echo(f"... and {len(report.missing) - 20} more missing pairs", err=True)
+    sys.exit(EXIT_FAILED if report.missing or report.errors else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

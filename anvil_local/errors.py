@@ -13,6 +13,10 @@ class ModelError(AnvilError):
     """A model cannot be found, fetched, verified or loaded."""
 
 
+class ModelLoadError(ModelError):
+    """The model file cannot be loaded at all: fatal for a run, never one pair's error."""
+
+
 class ChecksumMismatch(ModelError):
     """Fetched bytes do not have the catalogue's sha256."""
 

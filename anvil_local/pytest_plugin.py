@@ -28,8 +28,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture(scope="session")
 def anvil_judge(request: pytest.FixtureRequest) -> Any:
-    """The judge model, loaded once for the test session."""
-    from anvil_local.judge import get_judge
+    """A judge session on the model, loaded once for the test session."""
+    from anvil_local.judge import open_session
 
     model = request.config.getoption("--anvil-model") or os.environ.get("ANVIL_MODEL")
-    return get_judge(model)
+    return open_session(model)

@@ -11,7 +11,7 @@ import json
 from common import ROOT, Timer, fresh_cache, parser
 
 from anvil_local import LLMTestCase
-from anvil_local.judge import Judge
+from anvil_local.judge import get_judge
 from anvil_local.spec import load_metric
 
 
@@ -21,8 +21,8 @@ def main() -> None:
         LLMTestCase(**json.loads(x))
         for x in (ROOT / "examples" / "meeting_summaries.jsonl").read_text().splitlines()
     ]
-    metric = load_metric(ROOT / "examples" / "headings.toml")
-    judge = Judge.load(args.model)
+    metric = load_metric(ROOT / "examples" / "headings_llm.toml")
+    judge = get_judge(args.model)
     print(f"{'case':<20}{'calls':>6}{'evaluated':>10}{'prompt':>8}{'seconds':>9}  path")
     for reason in (False, True):
         total_s = 0.0
@@ -34,7 +34,7 @@ def main() -> None:
                 total_s += t.seconds
                 u = result.usage
                 path = " > ".join(
-                    f"{s['node']}={s['verdict']}" for s in result.trace["path"] if "verdict" in s
+                    f"{s.node}={s.verdict}" for s in result.trace.path if hasattr(s, "verdict")
                 )
                 print(
                     f"{case.id:<20}{u.calls:>6}{u.evaluated_tokens:>10}{u.prompt_tokens:>8}"

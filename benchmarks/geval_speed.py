@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from common import ROOT, Timer, fresh_cache, parser, summeval_cases
 
-from anvil_local.judge import Judge, Prompt
+from anvil_local.judge import Prompt, get_judge
 from anvil_local.metrics.layout import case_blocks
 from anvil_local.spec import load_metric
 
@@ -22,10 +22,10 @@ def main() -> None:
     args = p.parse_args()
     cases = summeval_cases(args.data, articles=2)[: args.cases]
     metrics = [load_metric(ROOT / "examples" / "geval" / f"{n}.toml") for n in NAMES]
-    judge = Judge.load(args.model)
+    judge = get_judge(args.model)
     coherence = metrics[0]
 
-    print(f"{len(cases)} SummEval cases, G-Eval coherence (1-5), model {judge.info.name}")
+    print(f"{len(cases)} SummEval cases, G-Eval coherence (1-5), model {judge.model.name}")
     for label, reason in (("without reason", False), ("with reason", True)):
         with fresh_cache(), Timer() as t:
             for case in cases:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from common import Timer, parser, summeval_cases
 
-from anvil_local.judge import HEADER, Judge, Prompt
+from anvil_local.judge import HEADER, Judge, Prompt, get_judge
 from anvil_local.testcase import SingleTurnParams, render_param
 
 QUESTIONS = [
@@ -45,7 +45,7 @@ def main() -> None:
         render_param(SingleTurnParams.ACTUAL_OUTPUT, case.actual_output),
     )
     prompts = [Prompt(blocks, q) for q in QUESTIONS]
-    judge = Judge.load(args.model)
+    judge = get_judge(args.model)
     lower_bound = unique_tokens([judge.prompt_tokens(p) for p in prompts])
     total_prompt = sum(len(judge.prompt_tokens(p)) for p in prompts)
     rows = {}

@@ -53,9 +53,10 @@ def real_data_dir(monkeypatch: pytest.MonkeyPatch, default_model_path: Path) -> 
 @pytest.fixture(scope="session")
 def judge(default_model_path: Path):
     """One loaded default model for the whole session (as a worker process would)."""
-    from anvil_local.judge import Judge
+    from anvil_local.judge.model import ResolvedModel
+    from anvil_local.judge.session import load_judge
 
-    return Judge.load(default_model_path)
+    return load_judge(ResolvedModel.resolve(default_model_path))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

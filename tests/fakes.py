@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from anvil_local.judge.judge import Judge, ModelInfo
+from anvil_local.judge.judge import Judge
+from anvil_local.judge.model import ResolvedModel
 from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.results import ChoiceResult, GenerationResult, ScoreResult, Usage
 from anvil_local.judge.runtime import common_prefix
@@ -77,7 +78,7 @@ class FakeRuntime:
 
 
 def fake_judge(script: Callable[[list[int]], np.ndarray] | None = None, **kw: Any) -> Judge:
-    return Judge(FakeRuntime(script, **kw), ModelInfo("fake", "/fake.gguf", "f" * 64))
+    return Judge(FakeRuntime(script, **kw), ResolvedModel("fake", "/fake.gguf", "f" * 64))
 
 
 def answer_text(runtime: FakeRuntime, tokens: list[int]) -> str:
@@ -102,12 +103,9 @@ class FakeJudge:
         self.choices = choices or {}
         self.scores = scores or {}
         self.texts = texts or {}
-        self.info = ModelInfo("fake-judge", "/fake-judge.gguf", sha)
+        self.model = ResolvedModel("fake-judge", "/fake-judge.gguf", sha)
+        self.usage = Usage()
         self.calls: list[tuple[str, Prompt, Any]] = []
-
-    @property
-    def model_sha256(self) -> str:
-        return self.info.sha256  # type: ignore[return-value]
 
     def _lookup(self, table: dict[str, Any], question: str, default: Any) -> Any:
         for key, value in table.items():

@@ -108,7 +108,7 @@ def test_validate_reports_each_file(tmp_path: Path):
     bad = write(tmp_path, "bad.json", "[]")
     result = run(["validate", HEADINGS, bad])
     assert result.exit_code == 2
-    assert f"{HEADINGS}: OK (DAG 'Summary headings')" in result.output
+    assert f"{HEADINGS}: OK (DAGMetric 'Summary headings')" in result.output
     assert f"Error: {bad}: a metric file holds one object" in result.output
     assert run(["validate", HEADINGS]).exit_code == 0
 

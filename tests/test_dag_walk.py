@@ -55,12 +55,12 @@ def test_walk_follows_the_most_probable_verdicts_and_records_the_path():
     judge = judge_for(order=(0.2, 0.5, 0.3))
     metric = DAGMetric("Headings", headings_dag())
     assert metric.measure(CASE, judge) == pytest.approx(0.4)
-    path = metric.trace["path"]
+    path = metric.trace.to_dict()["path"]
     assert [s["type"] for s in path] == ["task", "binary", "choice"]
     assert path[0]["output"] == "Intro, Body"
     assert path[1]["verdict"] == "Yes" and path[1]["probabilities"] == {"Yes": 0.8, "No": 0.2}
     assert path[2]["verdict"] == "Two are out of order"
-    assert metric.trace["path_probability"] == pytest.approx(0.8 * 0.5)
+    assert metric.trace.to_dict()["path_probability"] == pytest.approx(0.8 * 0.5)
     assert metric.reason == "Because." and metric.success is False
     assert judge.kinds() == ["generate", "choose", "choose", "generate"]
 
@@ -87,8 +87,8 @@ def test_several_scoring_leaves_take_the_lowest_whatever_the_declaration_order()
         metric = DAGMetric("Headings", dag, include_reason=False)
         metric.measure(CASE, judge_for(present=(0.1, 0.9), order=(0.9, 0.05, 0.05)))
         assert metric.score == 0.0
-        assert sorted(leaf["score"] for leaf in metric.trace["leaves"]) == [0.0, 1.0]
-        assert metric.trace["combine"] == "min"
+        assert sorted(leaf["score"] for leaf in metric.trace.to_dict()["leaves"]) == [0.0, 1.0]
+        assert metric.trace.to_dict()["combine"] == "min"
 
 
 def test_join_runs_once_after_all_live_parents_and_sees_both_outputs():
@@ -111,16 +111,16 @@ def test_expected_score_sums_path_probability_times_leaf_score():
     metric.measure(CASE, judge_for())
     expected = 0.8 * (0.5 * 1.0 + 0.3 * 0.4 + 0.2 * 0.2) + 0.2 * 0.0
     assert metric.expected_score == pytest.approx(expected)
-    assert metric.trace["explored_mass"] == pytest.approx(1.0)
+    assert metric.trace.to_dict()["explored_mass"] == pytest.approx(1.0)
     assert metric.score == 1.0  # the hard walk is unchanged
-    assert len(metric.trace["walks"]) == 4
+    assert len(metric.trace.to_dict()["walks"]) == 4
 
 
 def test_probability_floor_prunes_unlikely_walks_and_renormalises():
     metric = DAGMetric("Headings", headings_dag(), include_reason=False, soft=True, soft_floor=0.2)
     metric.measure(CASE, judge_for())
     mass = 0.8 * 0.5 + 0.8 * 0.3 + 0.2
-    assert metric.trace["explored_mass"] == pytest.approx(mass)
+    assert metric.trace.to_dict()["explored_mass"] == pytest.approx(mass)
     assert metric.expected_score == pytest.approx((0.8 * 0.5 * 1.0 + 0.8 * 0.3 * 0.4) / mass)
 
 
@@ -146,7 +146,7 @@ def test_a_geval_leaf_keeps_its_steps_rubric_and_strict_mode():
     judge = FakeJudge(choices={"present": [0.2, 0.8], "fully meet": [0.9, 0.1]})
     assert metric.measure(CASE, judge) == 1.0
     assert judge.calls[1][2] == ("Yes", "No")
-    assert metric.trace["leaves"][0]["metric"]["metric"] == "Gate"
+    assert metric.trace.to_dict()["leaves"][0]["metric"]["metric"] == "Gate"
 
 
 def test_same_case_same_answers_same_result():
@@ -161,7 +161,7 @@ def test_decode_check_records_what_a_constrained_decoder_answers():
     judge = judge_for()
     metric = DAGMetric("Headings", headings_dag(), include_reason=False, decode_check=True)
     metric.measure(CASE, judge)
-    steps = [s for s in metric.trace["path"] if s["type"] != "task"]
+    steps = [s for s in metric.trace.to_dict()["path"] if s["type"] != "task"]
     assert [s["decoded"] for s in steps] == ["No", "All out of order"]  # the fake's answer
     assert [s["verdict"] for s in steps] == [
         "Yes",

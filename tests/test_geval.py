@@ -85,7 +85,7 @@ def test_weighted_score_is_the_exact_expectation_normalised():
     judge = FakeJudge(scores={"how well": probs})
     result = make(include_reason=False).run(CASE, judge)
     assert result.score == pytest.approx((10 * 0.5 + 6 * 0.25 + 1 * 0.25) / 10)
-    assert result.trace["distribution"]["10"] == 0.5
+    assert result.trace.to_dict()["distribution"]["10"] == 0.5
     assert judge.kinds() == ["score"]  # no text generated at all without a reason
 
 
@@ -103,8 +103,8 @@ def test_multi_token_ten_through_the_real_judge_arithmetic():
     table = {"": {"1": 0.5, "8": 0.5}, "1": {IM_END: 0.2, "0": 0.8}}
     judge = fake_judge(lambda t: logits_from(table.get(answer_text(runtime, t), {IM_END: 1.0})))
     result = make(include_reason=False).run(CASE, judge)
-    assert result.trace["distribution"]["10"] == pytest.approx(0.4)
-    assert result.trace["distribution"]["1"] == pytest.approx(0.1)
+    assert result.trace.to_dict()["distribution"]["10"] == pytest.approx(0.4)
+    assert result.trace.to_dict()["distribution"]["1"] == pytest.approx(0.1)
     assert result.score == pytest.approx((10 * 0.4 + 1 * 0.1 + 8 * 0.5) / 10)
 
 
@@ -112,7 +112,7 @@ def test_strict_mode_is_a_binary_verdict_with_both_probabilities():
     judge = FakeJudge(choices={"fully meet": [0.3, 0.7]})
     result = make(strict_mode=True, include_reason=False).run(CASE, judge)
     assert result.score == 0.0 and result.success is False
-    assert result.trace["probabilities"] == {"Yes": 0.3, "No": 0.7}
+    assert result.trace.to_dict()["probabilities"] == {"Yes": 0.3, "No": 0.7}
 
 
 def test_reason_comes_after_the_score_and_does_not_change_it():

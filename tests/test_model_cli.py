@@ -21,7 +21,7 @@ pytestmark = pytest.mark.model
 
 ROOT = Path(__file__).resolve().parent.parent
 MEETINGS = str(ROOT / "examples" / "meeting_summaries.jsonl")
-HEADINGS = str(ROOT / "examples" / "headings.toml")
+HEADINGS = str(ROOT / "examples" / "headings_llm.toml")
 COHERENCE = str(ROOT / "examples" / "geval" / "coherence.toml")
 
 FIXED_DAG = """type = "dag"
@@ -233,14 +233,14 @@ def test_pytest_fixture_and_assert_test_gate_a_suite(pytester, default_model_pat
         CASE = LLMTestCase(input="Notes.", actual_output="Intro\\nHi\\nBody\\nX\\nConclusion\\nY")
 
         def test_passes(anvil_judge):
-            metric = load_metric({str(ROOT / "examples" / "headings.toml")!r})
+            metric = load_metric({str(ROOT / "examples" / "headings_llm.toml")!r})
             for node in metric.dag.order:
                 if getattr(node, "score", None) is not None:
                     node.score = 10
             assert_test(CASE, [metric], model=anvil_judge)
 
         def test_fails(anvil_judge):
-            metric = load_metric({str(ROOT / "examples" / "headings.toml")!r})
+            metric = load_metric({str(ROOT / "examples" / "headings_llm.toml")!r})
             metric.threshold = 1.0
             for node in metric.dag.order:
                 if getattr(node, "score", None) is not None:

@@ -39,7 +39,7 @@ def test_a_worker_killed_by_sigill_is_reported_and_the_run_resumes(
     args = [
         "eval",
         "--metric",
-        str(ROOT / "examples" / "headings.toml"),
+        str(ROOT / "examples" / "headings_llm.toml"),
         "--data",
         str(ROOT / "examples" / "meeting_summaries.jsonl"),
         "--model",

@@ -48,13 +48,13 @@ def compute(judge) -> dict:
     for row in read_cases(ROOT / "examples" / "summeval_sample.jsonl")[:2]:
         result = geval.run(row.case, judge, include_reason=False)
         out["metrics"][f"coherence/{row.case_id}"] = {
-            "verdict": result.trace["most_likely"],
-            "distribution": result.trace["distribution"],
+            "verdict": result.trace.to_dict()["most_likely"],
+            "distribution": result.trace.to_dict()["distribution"],
         }
     dag = load_metric(ROOT / "benchmarks" / "metrics" / "consistency_dag_facts.toml")
     for row in read_cases(ROOT / "examples" / "summeval_sample.jsonl")[:3]:
         result = dag.run(row.case, judge, include_reason=False)
-        for step in result.trace["path"]:
+        for step in result.trace.to_dict()["path"]:
             key = f"consistency-dag/{row.case_id}/{step['node']}"
             if "probabilities" in step:
                 out["metrics"][key] = {

@@ -44,11 +44,11 @@ def test_geval_scores_are_probabilities_and_repeat(judge: Judge, capsys):
     metric.verbose_mode = True
     case = summeval(1)[0]
     score = metric.measure(case, judge)
-    dist = metric.trace["distribution"]
+    dist = metric.trace.to_dict()["distribution"]
     assert 0.0 <= score <= 1.0
     assert list(dist) == ["1", "2", "3", "4", "5"]
     assert sum(dist.values()) == pytest.approx(1.0, abs=1e-9)
-    assert score == pytest.approx((metric.trace["weighted"] - 1) / 4)
+    assert score == pytest.approx((metric.trace.to_dict()["weighted"] - 1) / 4)
     assert metric.reason
     shown = capsys.readouterr().out
     for part in (
@@ -73,7 +73,7 @@ def test_steps_are_generated_once_for_many_cases(judge: Judge):
     for case in summeval(4):
         metric.measure(case, judge)
     assert metric.steps_generated == 1
-    steps = metric.trace["steps"]
+    steps = metric.trace.to_dict()["steps"]
     assert 3 <= len(steps) <= 4 and all(steps)
 
 
@@ -93,10 +93,10 @@ def test_four_metrics_on_one_case_prefill_the_case_once(judge: Judge):
 
 
 def test_headings_dag_walks_with_probabilities_and_repeats(judge: Judge):
-    metric = load_metric(ROOT / "examples" / "headings.toml")
+    metric = load_metric(ROOT / "examples" / "headings_llm.toml")
     for case in meeting_cases():
         first = metric.run(case, judge)
-        path = first.trace["path"]
+        path = first.trace.to_dict()["path"]
         assert path[0]["node"] == "extract" and path[0]["output"]
         assert path[1]["node"] == "headings"
         for step in path[1:]:
@@ -105,15 +105,18 @@ def test_headings_dag_walks_with_probabilities_and_repeats(judge: Judge):
         assert first.score in (0.0, 0.2, 0.4, 1.0)
         assert first.reason
         second = metric.run(case, judge)
-        assert semantic(second.trace) == semantic(first.trace) and second.score == first.score
+        assert (
+            semantic(second.trace.to_dict()) == semantic(first.trace.to_dict())
+            and second.score == first.score
+        )
         assert second.reason == first.reason
 
 
 def test_soft_dag_gives_an_expected_score(judge: Judge):
-    metric = load_metric(ROOT / "examples" / "headings.toml")
+    metric = load_metric(ROOT / "examples" / "headings_llm.toml")
     metric.soft = True
     metric.include_reason = False
     metric.measure(meeting_cases()[2], judge)
     assert 0.0 <= metric.expected_score <= 1.0
-    assert metric.trace["explored_mass"] == pytest.approx(1.0, abs=0.05)
-    assert len(metric.trace["walks"]) >= 2
+    assert metric.trace.to_dict()["explored_mass"] == pytest.approx(1.0, abs=0.05)
+    assert len(metric.trace.to_dict()["walks"]) >= 2

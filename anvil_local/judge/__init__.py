@@ -1,8 +1,10 @@
 """The only package that touches llama.cpp and outlines (imported lazily, on model load)."""
 
-from anvil_local.judge.judge import Judge, ModelInfo, get_judge
+from anvil_local.judge.judge import Judge
+from anvil_local.judge.model import ResolvedModel
 from anvil_local.judge.prompt import HEADER, Prompt
 from anvil_local.judge.results import ChoiceResult, GenerationResult, ScoreResult, Usage
+from anvil_local.judge.session import JudgeSession, as_session, get_judge, open_session
 from anvil_local.judge.settings import JudgeSettings
 
 __all__ = [
@@ -10,10 +12,13 @@ __all__ = [
     "ChoiceResult",
     "GenerationResult",
     "Judge",
+    "JudgeSession",
     "JudgeSettings",
-    "ModelInfo",
     "Prompt",
+    "ResolvedModel",
     "ScoreResult",
     "Usage",
+    "as_session",
     "get_judge",
+    "open_session",
 ]

@@ -13,17 +13,16 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from anvil_local.errors import ContextOverflow, GenerationError
+from anvil_local.judge.model import ResolvedModel
 from anvil_local.judge.options import argmax_first, option_probabilities
 from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.results import ChoiceResult, GenerationResult, ScoreResult, Usage
-from anvil_local.judge.settings import JudgeSettings
 from anvil_local.judge.template import TemplateParts, render_parts
 
 log = logging.getLogger(__name__)
@@ -47,19 +46,14 @@ class Runtime(Protocol):
     def grammars(self) -> Any: ...
 
 
-@dataclass(frozen=True)
-class ModelInfo:
-    name: str
-    path: str
-    sha256: str | None
-
-
 class Judge:
     """A model with its chat template, a tokenization cache and token counters."""
 
-    def __init__(self, runtime: Runtime, info: ModelInfo, template: TemplateParts | None = None):
+    def __init__(
+        self, runtime: Runtime, model: ResolvedModel, template: TemplateParts | None = None
+    ) -> None:
         self.runtime = runtime
-        self.info = info
+        self.model = model
         self.template = template or render_parts(runtime.chat_template)
         self._head = ([runtime.bos_id] if runtime.add_bos else []) + runtime.tokenize(
             self.template.head, special=True
@@ -71,23 +65,11 @@ class Judge:
     # -- loading -------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, model: str | Path | None = None, settings: JudgeSettings | None = None) -> Judge:
-        """Load a catalogue model by name (pulled on first use) or a GGUF file by path."""
+    def load(cls, model: ResolvedModel) -> Judge:
+        """Load the model's file with its settings (use `session.load_judge` to share it)."""
         from anvil_local.judge.runtime import LlamaRuntime
-        from anvil_local.pull import resolve
 
-        name, path, sha = resolve(model)
-        runtime = LlamaRuntime(path, settings or JudgeSettings())
-        return cls(runtime, ModelInfo(name=name, path=str(path), sha256=sha))
-
-    @property
-    def model_sha256(self) -> str:
-        """The model file's sha256 (computed once for files outside the catalogue)."""
-        if self.info.sha256 is None:
-            from anvil_local.catalogue import sha256_file
-
-            self.info = ModelInfo(self.info.name, self.info.path, sha256_file(Path(self.info.path)))
-        return self.info.sha256  # type: ignore[return-value]
+        return cls(LlamaRuntime(Path(model.path), model.settings), model)
 
     # -- prompt -> tokens ----------------------------------------------------------------
 
@@ -221,20 +203,3 @@ class Judge:
         out, _, reused, evaluated = self._greedy(tokens, budget, processor)
         self._record(Usage(len(tokens), reused, evaluated, 1))
         return self.runtime.detokenize(out)
-
-
-_JUDGES: dict[tuple[str, JudgeSettings], Judge] = {}
-
-
-def get_judge(
-    model: str | Path | Judge | None = None, settings: JudgeSettings | None = None
-) -> Judge:
-    """A judge for `model`, loaded once per process and settings."""
-    if hasattr(model, "choose"):  # a Judge already (or a stand-in with the same primitives)
-        return model  # type: ignore[return-value]
-    key = (str(model) if model is not None else "", settings or JudgeSettings())
-    judge = _JUDGES.get(key)
-    if judge is None:
-        judge = Judge.load(model, key[1])
-        _JUDGES[key] = judge
-    return judge

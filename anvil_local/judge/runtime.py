@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from anvil_local.errors import ModelError
+from anvil_local.errors import ModelError, ModelLoadError
 from anvil_local.judge.native import ensure_native_ok
 from anvil_local.judge.settings import JudgeSettings
 
@@ -78,7 +78,7 @@ class LlamaRuntime:
                 verbose=False,
             )
         except (ValueError, RuntimeError) as exc:
-            raise ModelError(f"cannot load model {path}: {exc}") from exc
+            raise ModelLoadError(f"cannot load model {path}: {exc}") from exc
         self.n_ctx = self.llama.n_ctx()
         self.n_batch = settings.n_batch
         self.n_vocab = self.llama.n_vocab()
@@ -99,7 +99,7 @@ class LlamaRuntime:
             if valid and token not in ids:
                 ids.append(token)
         if not ids:
-            raise ModelError("the model defines no end-of-generation token")
+            raise ModelLoadError("the model defines no end-of-generation token")
         return tuple(ids)
 
     @property

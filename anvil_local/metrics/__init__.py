@@ -1,6 +1,6 @@
 """Metrics: G-Eval and DAG, thin shells over pure arithmetic and graph logic."""
 
-from anvil_local.metrics.base import BaseMetric, MetricResult
+from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.dag import (
     BinaryJudgementNode,
     DAGMetric,
@@ -10,6 +10,7 @@ from anvil_local.metrics.dag import (
     VerdictNode,
 )
 from anvil_local.metrics.geval import GEval, Rubric
+from anvil_local.metrics.result import MetricResult
 
 __all__ = [
     "BaseMetric",

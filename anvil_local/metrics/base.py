@@ -1,47 +1,26 @@
-"""What every metric shares: DeepEval-style attributes set by `measure`, and a typed result."""
+"""What every metric shares: DeepEval-style attributes set by `measure`, and a typed result.
+
+A metric kind is a BaseMetric subclass with a `kind` name, `to_dict`/`from_dict` and `run`;
+registering it (`anvil_local.registry.register_metric`) makes metric files, workers and
+every executor able to rebuild it from its dict.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from anvil_local.errors import MetricDefinitionError
 from anvil_local.judge.results import Usage
+from anvil_local.judge.session import JudgeSession, as_session
+from anvil_local.metrics.render import render_result
+from anvil_local.metrics.result import MetricResult, Trace
 from anvil_local.testcase import LLMTestCase
 
 #: Reasons are short: a sentence or two, bounded so they cannot dominate the run time.
 REASON_MAX_TOKENS = 80
-
-
-@dataclass
-class MetricResult:
-    """One metric on one case. A judge failure is an error, never a low score."""
-
-    metric: str
-    score: float | None
-    success: bool | None
-    threshold: float
-    reason: str | None = None
-    trace: dict[str, Any] = field(default_factory=dict)
-    usage: Usage = field(default_factory=Usage)
-    seconds: float = 0.0
-    error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "score": self.score,
-            "success": self.success,
-            "threshold": self.threshold,
-            "reason": self.reason,
-            "trace": self.trace,
-            "tokens": self.usage.to_dict(),
-            "seconds": round(self.seconds, 4),
-            "error": self.error,
-        }
 
 
 def check_threshold(threshold: float) -> float:
@@ -55,6 +34,7 @@ def check_threshold(threshold: float) -> float:
 class BaseMetric(ABC):
     """A metric: `measure(case)` sets and returns `score`, and sets `success`, `reason`."""
 
+    kind: ClassVar[str] = ""  # the `type` of its dict; set by each registered kind
     name: str
     threshold: float
     include_reason: bool
@@ -69,44 +49,51 @@ class BaseMetric(ABC):
     error: str | None = None
 
     @property
-    def trace(self) -> dict[str, Any] | None:
+    def trace(self) -> Trace | None:
         return self.result.trace if self.result else None
 
     @abstractmethod
     def run(
-        self, case: LLMTestCase, judge: Any = None, *, include_reason: bool | None = None
+        self, case: LLMTestCase, session: JudgeSession, *, include_reason: bool | None = None
     ) -> MetricResult:
-        """Judge one case and return the result, without touching the metric's attributes."""
+        """Judge one case with the session's judge; returns the result without touching
+        the metric's attributes."""
 
     @abstractmethod
     def to_dict(self) -> dict[str, Any]:
-        """The canonical definition (what a metric file holds; part of every cache key)."""
+        """The canonical definition (what a metric file holds; part of every cache key),
+        with `"type": kind`."""
+
+    @classmethod
+    @abstractmethod
+    def from_dict(cls, data: dict[str, Any]) -> BaseMetric:
+        """The metric a `to_dict()` describes (workers and metric files use this)."""
 
     @abstractmethod
     def required_params(self) -> list[Any]:
         """Every test-case field the metric reads (checked before any judging)."""
 
     def measure(self, test_case: LLMTestCase, judge: Any = None) -> float:
-        """DeepEval's entry point: judge the case, set score/success/reason, return the score."""
-        result = self.run(test_case, judge)
+        """DeepEval's entry point: judge the case, set score/success/reason, return the score.
+        `judge` is a session, a Judge, or a model name/path (default: the metric's `model`,
+        else the catalogue default)."""
+        result = self.run(test_case, as_session(judge, self.model))
         self.result = result
         self.score = result.score
         self.success = result.success
         self.reason = result.reason
         self.error = result.error
         if self.verbose_mode:
-            from anvil_local.metrics.render import render_result
-
             sys.stdout.write(render_result(result) + "\n")
         return result.score if result.score is not None else 0.0
 
     def conclude(
         self,
-        judge: Any,
+        session: JudgeSession,
         reason_prompt: Any,
         include_reason: bool | None,
         score: float,
-        trace: dict[str, Any],
+        trace: Trace,
         usage: Usage,
         start: float,
     ) -> MetricResult:
@@ -114,7 +101,7 @@ class BaseMetric(ABC):
         score is fixed, so the score never depends on it."""
         reason = None
         if self.include_reason if include_reason is None else include_reason:
-            generated = judge.generate(reason_prompt, REASON_MAX_TOKENS)
+            generated = session.generate(reason_prompt, REASON_MAX_TOKENS)
             reason = generated.text.strip()
             usage = usage + generated.usage
         return MetricResult(
@@ -130,8 +117,3 @@ class BaseMetric(ABC):
 
     def is_successful(self) -> bool:
         return bool(self.success)
-
-    def resolve_judge(self, judge: Any = None) -> Any:
-        from anvil_local.judge import get_judge
-
-        return get_judge(judge if judge is not None else self.model)

@@ -16,10 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from anvil_local.cache import digest
 from anvil_local.errors import GenerationError, MetricDefinitionError, MetricTypeError
 from anvil_local.judge.prompt import Prompt
+from anvil_local.judge.session import JudgeSession, as_session
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_threshold
 from anvil_local.metrics.layout import case_blocks, fields_phrase
+from anvil_local.metrics.render import probability_lines
+from anvil_local.metrics.result import Trace
+from anvil_local.registry import register_metric
 from anvil_local.testcase import LLMTestCase, SingleTurnParams, as_param, param_title
 
 log = logging.getLogger(__name__)
@@ -106,6 +111,45 @@ def parse_steps(text: str) -> list[str]:
     return steps
 
 
+@dataclass
+class GEvalTrace(Trace):
+    """The steps used, then either the score distribution or the strict verdict."""
+
+    steps: list[str]
+    score_range: tuple[int, int] | None = None
+    distribution: dict[str, float] | None = None
+    weighted: float | None = None
+    most_likely: int | None = None
+    verdict: str | None = None  # strict mode
+    probabilities: dict[str, float] | None = None  # strict mode
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": "geval", "steps": self.steps}
+        if self.verdict is not None:
+            data.update(verdict=self.verdict, probabilities=self.probabilities)
+        else:
+            data.update(
+                score_range=list(self.score_range or ()),
+                distribution=self.distribution,
+                weighted=self.weighted,
+                most_likely=self.most_likely,
+            )
+        return data
+
+    def lines(self) -> list[str]:
+        lines = ["  steps:"]
+        lines += [f"   {i}. {s}" for i, s in enumerate(self.steps, 1)]
+        if self.verdict is None:
+            lo, hi = self.score_range or (0, 0)
+            lines.append(f"  distribution over {lo}-{hi} (weighted {self.weighted:.3f}):")
+            lines += probability_lines(self.distribution or {}, self.most_likely)
+        else:
+            lines.append("  strict verdict:")
+            lines += probability_lines(self.probabilities or {}, self.verdict)
+        return lines
+
+
+@register_metric("geval")
 class GEval(BaseMetric):
     """DeepEval's GEval, with exact logit-weighted scores."""
 
@@ -158,13 +202,12 @@ class GEval(BaseMetric):
         self.model = model
         self.verbose_mode = bool(verbose_mode)
         self.steps_generated = 0  # how many times this object asked the judge for steps
-        self._steps_by_model: dict[str, list[str]] = {}
 
     # -- definition ----------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "type": "geval",
+            "type": self.kind,
             "name": self.name,
             "evaluation_params": [p.value for p in self.evaluation_params],
             "criteria": self.criteria,
@@ -205,31 +248,22 @@ class GEval(BaseMetric):
 
     # -- steps ---------------------------------------------------------------------------
 
-    def steps_for(self, judge: Any) -> list[str]:
-        """Pinned steps, else the steps generated once for this definition and model."""
+    def steps_for(self, session: Any) -> list[str]:
+        """Pinned steps, else the steps generated once for this definition and model (kept
+        by the session and its steps store)."""
         if self.evaluation_steps is not None:
             return list(self.evaluation_steps)
-        sha = judge.model_sha256
-        if sha in self._steps_by_model:
-            return self._steps_by_model[sha]
-        from anvil_local.cache import default_cache, digest
-
+        session = as_session(session, self.model)
         key = digest(
             "steps",
             STEPS_PROMPT_VERSION,
-            sha,
+            session.model.sha256,
             self.criteria,
             [p.value for p in self.evaluation_params],
         )
-        cache = default_cache()
-        steps = cache.get_steps(key)
-        if steps is None:
-            steps = self.generate_steps(judge)
-            cache.put_steps(key, steps)
-        self._steps_by_model[sha] = steps
-        return steps
+        return session.remembered_steps(key, lambda: self.generate_steps(session))
 
-    def generate_steps(self, judge: Any) -> list[str]:
+    def generate_steps(self, session: JudgeSession) -> list[str]:
         """Ask the judge for 3-4 evaluation steps (grammar-constrained to a numbered list)."""
         self.steps_generated += 1
         blocks = (f"Criteria:\n{self.criteria.strip()}\n\n",)  # type: ignore[union-attr]
@@ -237,7 +271,7 @@ class GEval(BaseMetric):
             "Turn these criteria into 3 or 4 numbered steps for a judge checking "
             f"{fields_phrase(self.evaluation_params)}. Each step must check something different."
         )
-        result = judge.generate(Prompt(blocks, question), max_tokens=700, regex=STEPS_REGEX)
+        result = session.generate(Prompt(blocks, question), max_tokens=700, regex=STEPS_REGEX)
         steps = parse_steps(result.text)
         if not steps:
             raise GenerationError(
@@ -279,31 +313,30 @@ class GEval(BaseMetric):
         )
 
     def run(
-        self, case: LLMTestCase, judge: Any = None, *, include_reason: bool | None = None
+        self, case: LLMTestCase, session: Any, *, include_reason: bool | None = None
     ) -> MetricResult:
         start = time.perf_counter()
         case.require(self.evaluation_params, self.name)
-        judge = self.resolve_judge(judge)
-        steps = self.steps_for(judge)
+        session = as_session(session, self.model)
+        steps = self.steps_for(session)
         blocks = (*case_blocks(case, self.evaluation_params), self._definition_block(steps))
         lo, hi = self.score_range
-        trace: dict[str, Any] = {"type": "geval", "steps": steps}
+        trace = GEvalTrace(steps)
         if self.strict_mode:
-            choice = judge.choose(Prompt(blocks, self.strict_question(), case.label), ["Yes", "No"])
+            prompt = Prompt(blocks, self.strict_question(), case.label)
+            choice = session.choose(prompt, ["Yes", "No"])
             score = 1.0 if choice.choice == "Yes" else 0.0
-            trace.update(verdict=choice.choice, probabilities=choice.distribution())
+            trace.verdict, trace.probabilities = choice.choice, choice.distribution()
             usage = choice.usage
             summary = f"verdict {choice.choice} (P(Yes) = {choice.probabilities[0]:.3f})"
         else:
-            result = judge.score(Prompt(blocks, self.score_question(), case.label), lo, hi)
+            result = session.score(Prompt(blocks, self.score_question(), case.label), lo, hi)
             weighted = result.weighted
             score = normalise(weighted, lo, hi)
-            trace.update(
-                score_range=[lo, hi],
-                distribution={str(k): v for k, v in result.distribution().items()},
-                weighted=weighted,
-                most_likely=result.most_likely,
-            )
+            trace.score_range = (lo, hi)
+            trace.distribution = {str(k): v for k, v in result.distribution().items()}
+            trace.weighted = weighted
+            trace.most_likely = result.most_likely
             usage = result.usage
             summary = f"score {weighted:.2f} on {lo}-{hi}"
         question = (
@@ -311,7 +344,7 @@ class GEval(BaseMetric):
             "this result, referring to the evaluation steps."
         )
         reason_prompt = Prompt(blocks, question, case.label)
-        return self.conclude(judge, reason_prompt, include_reason, score, trace, usage, start)
+        return self.conclude(session, reason_prompt, include_reason, score, trace, usage, start)
 
     def required_params(self) -> list[SingleTurnParams]:
         return list(self.evaluation_params)

@@ -114,13 +114,18 @@ class ResultWriter:
             )
         return item
 
-    def write(self, line: dict[str, Any]) -> None:
+    def create(self) -> None:
+        """Open the file for appending (creating it, and its folder, if needed)."""
         if self._handle is None:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._handle = self.path.open("a", encoding="utf-8")
             except OSError as exc:
                 raise DataError(f"{self.path}: cannot write: {exc.strerror}") from exc
+
+    def write(self, line: dict[str, Any]) -> None:
+        self.create()
+        assert self._handle is not None
         self._handle.write(json.dumps(line, ensure_ascii=False) + "\n")
         self._handle.flush()
         os.fsync(self._handle.fileno())

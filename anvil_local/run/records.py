@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anvil_local.judge.results import Usage
-from anvil_local.metrics.base import MetricResult
+from anvil_local.metrics.result import MetricResult
 
 
 @dataclass
@@ -33,22 +33,10 @@ class ResultLine:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ResultLine:
-        tokens = data.get("tokens") or {}
-        result = MetricResult(
-            metric=data["metric"],
-            score=data.get("score"),
-            success=data.get("success"),
-            threshold=data.get("threshold", 0.5),
-            reason=data.get("reason"),
-            trace=data.get("trace") or {},
-            usage=Usage(**{k: int(v) for k, v in tokens.items()}),
-            seconds=float(data.get("seconds") or 0.0),
-            error=data.get("error"),
-        )
         return cls(
             position=int(data["position"]),
             case_id=str(data["case_id"]),
-            result=result,
+            result=MetricResult.from_dict(data),
             model=data.get("model", ""),
             model_sha256=data.get("model_sha256", ""),
             cached=bool(data.get("cached", False)),

@@ -7,7 +7,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from anvil_local.errors import AnvilError, DataError, not_utf8
+from anvil_local.errors import AnvilError, not_utf8
+from anvil_local.registry import metric_from_dict
 from anvil_local.spec import deepeval
 
 
@@ -47,20 +48,8 @@ def read_metric_dict(path: Path) -> dict[str, Any]:
     return data
 
 
-def metric_from_dict(data: dict[str, Any]) -> Any:
-    from anvil_local.metrics.dag.metric import DAGMetric
-    from anvil_local.metrics.geval import GEval
-
-    kind = data.get("type")
-    if kind == "geval":
-        return GEval.from_dict(data)
-    if kind == "dag":
-        return DAGMetric.from_dict(data)
-    raise DataError(f"unknown metric type {kind!r} (expected 'geval' or 'dag')")
-
-
 def load_metric(path: str | Path) -> Any:
-    """A GEval or DAGMetric from a file; every error names the file (and node id)."""
+    """A metric of any registered kind from a file; every error names the file (and node)."""
     path = Path(path)
     data = read_metric_dict(path)
     try:

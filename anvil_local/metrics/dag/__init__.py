@@ -1,5 +1,6 @@
 """Decision-graph metrics: nodes, graph validation, the walk, the metric."""
 
+from anvil_local.metrics.dag.code import CodeChoiceNode, CodeNode, CodeTaskNode
 from anvil_local.metrics.dag.graph import DeepAcyclicGraph
 from anvil_local.metrics.dag.metric import DAGMetric
 from anvil_local.metrics.dag.nodes import (
@@ -11,6 +12,9 @@ from anvil_local.metrics.dag.nodes import (
 
 __all__ = [
     "BinaryJudgementNode",
+    "CodeChoiceNode",
+    "CodeNode",
+    "CodeTaskNode",
     "DAGMetric",
     "DeepAcyclicGraph",
     "NonBinaryJudgementNode",

@@ -120,7 +120,7 @@ class DeepAcyclicGraph:
             if label and label not in used:
                 name = label
             else:
-                prefix = _PREFIX[type(node)]
+                prefix = _PREFIX.get(type(node)) or node.kind
                 counters[prefix] = counters.get(prefix, 0) + 1
                 name = f"{prefix}-{counters[prefix]}"
                 while name in used:
@@ -139,6 +139,15 @@ class DeepAcyclicGraph:
         for node in self.order:
             params += getattr(node, "evaluation_params", None) or []
         return ordered_params(params)
+
+    def required_fields(self) -> list[SingleTurnParams]:
+        """Every field any node reads: the judge's case block plus what code nodes read."""
+        params = list(self.evaluation_params())
+        for node in self.order:
+            reader = getattr(node, "required_fields", None)
+            if reader is not None:
+                params += [p for p in reader() if p not in params]
+        return params
 
     def metric_children(self) -> list[Any]:
         return [

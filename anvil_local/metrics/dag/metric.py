@@ -12,11 +12,15 @@ from typing import Any
 
 from anvil_local.errors import MetricDefinitionError, MetricTypeError
 from anvil_local.judge.prompt import Prompt
+from anvil_local.judge.session import JudgeSession, as_session
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_threshold
+from anvil_local.metrics.dag.codec import dag_metric_kwargs, dag_metric_to_dict
 from anvil_local.metrics.dag.graph import DeepAcyclicGraph
 from anvil_local.metrics.dag.nodes import JudgementNode, NonBinaryJudgementNode, TaskNode
+from anvil_local.metrics.dag.trace import DagTrace, TaskStep, WalkSummary
 from anvil_local.metrics.dag.walk import Answer, Visible, WalkResult, walk
 from anvil_local.metrics.layout import case_blocks
+from anvil_local.registry import register_metric
 from anvil_local.testcase import LLMTestCase, SingleTurnParams
 
 TASK_MAX_TOKENS = 160
@@ -43,12 +47,12 @@ class _JudgeAsker:
     def __init__(
         self,
         case: LLMTestCase,
-        judge: Any,
+        session: JudgeSession,
         params: list[SingleTurnParams],
         decode_check: bool = False,
     ) -> None:
         self.case = case
-        self._judge = judge
+        self._judge = session
         self.blocks = case_blocks(case, params)
         self.decode_check = decode_check
 
@@ -79,6 +83,7 @@ class _JudgeAsker:
         return metric.run(self.case, self._judge, include_reason=False)
 
 
+@register_metric("dag")
 class DAGMetric(BaseMetric):
     """DeepEval's DAGMetric, deterministic, with verdict probabilities and an expected score."""
 
@@ -99,9 +104,10 @@ class DAGMetric(BaseMetric):
             raise MetricDefinitionError("a metric needs a non-empty 'name'")
         if not isinstance(dag, DeepAcyclicGraph):
             raise MetricTypeError(f"dag must be a DeepAcyclicGraph, got {type(dag).__name__}")
-        if not dag.evaluation_params():
+        if not dag.required_fields():
             raise MetricDefinitionError(
-                "no node of the DAG names evaluation_params, so no node would see the test case"
+                "no node of the DAG names evaluation_params (or code fields), so no node "
+                "would see the test case"
             )
         if not 0 <= soft_floor < 1:
             raise MetricDefinitionError("soft_floor must be in [0, 1)")
@@ -119,33 +125,28 @@ class DAGMetric(BaseMetric):
     @property
     def expected_score(self) -> float | None:
         """After a soft measure: the probability-weighted score over the graph's walks."""
-        trace = self.trace or {}
-        return trace.get("expected_score")
+        return self.trace.get("expected_score") if self.trace is not None else None
 
     def required_params(self) -> list[SingleTurnParams]:
-        params = list(self.dag.evaluation_params())
+        params = list(self.dag.required_fields())
         for metric in self.dag.metric_children():
             params += [p for p in metric.required_params() if p not in params]
         return params
 
     def to_dict(self) -> dict[str, Any]:
-        from anvil_local.spec.dag import dag_metric_to_dict
-
         return dag_metric_to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DAGMetric:
-        from anvil_local.spec.dag import dag_metric_from_dict
-
-        return dag_metric_from_dict(data)
+        return cls(**dag_metric_kwargs(data))
 
     def run(
-        self, case: LLMTestCase, judge: Any = None, *, include_reason: bool | None = None
+        self, case: LLMTestCase, session: Any, *, include_reason: bool | None = None
     ) -> MetricResult:
         start = time.perf_counter()
         case.require(self.required_params(), self.name)
-        judge = self.resolve_judge(judge)
-        asker = _JudgeAsker(case, judge, self.dag.evaluation_params(), self.decode_check)
+        session = as_session(session, self.model)
+        asker = _JudgeAsker(case, session, self.dag.evaluation_params(), self.decode_check)
         result = walk(self.dag, asker, soft=self.soft, floor=self.soft_floor)
         score = result.main.score
         if self.strict_mode:
@@ -153,49 +154,27 @@ class DAGMetric(BaseMetric):
         trace = self._trace(result)
         reason_prompt = Prompt(asker.blocks, self._reason_question(result, score), case.label)
         return self.conclude(
-            judge, reason_prompt, include_reason, score, trace, result.usage, start
+            session, reason_prompt, include_reason, score, trace, result.usage, start
         )
 
-    def _trace(self, result: WalkResult) -> dict[str, Any]:
+    def _trace(self, result: WalkResult) -> DagTrace:
         main = result.main
-        trace: dict[str, Any] = {
-            "type": "dag",
-            "path": main.steps,
-            "leaves": [
-                {
-                    "node": leaf.node,
-                    "verdict": leaf.verdict,
-                    "score": leaf.score,
-                    **({"metric": leaf.metric} if leaf.metric else {}),
-                }
-                for leaf in main.leaves
-            ],
-            "path_probability": main.probability,
-        }
-        if len(main.leaves) > 1:
-            trace["combine"] = "min"
+        trace = DagTrace(main.steps, main.leaves, main.probability, soft=self.soft)
         if self.soft:
-            trace["expected_score"] = result.expected_score
-            trace["explored_mass"] = result.explored_mass
-            trace["walks"] = [
-                {
-                    "verdicts": [f"{s['node']}={s['verdict']}" for s in w.steps if "verdict" in s],
-                    "probability": w.probability,
-                    "score": w.score,
-                }
+            trace.expected_score = result.expected_score
+            trace.explored_mass = result.explored_mass
+            trace.walks = [
+                WalkSummary(
+                    [f"{s.node}={s.verdict}" for s in w.steps if not isinstance(s, TaskStep)],
+                    w.probability,
+                    w.score,
+                )
                 for w in result.walks
             ]
         return trace
 
     def _reason_question(self, result: WalkResult, score: float) -> str:
-        lines = []
-        for step in result.main.steps:
-            if step["type"] == "task":
-                lines.append(f"- {step['output_label']}: {step['output']}")
-            else:
-                criteria = step["question"].split("\n", 1)[0]
-                lines.append(f"- {criteria} -> {step['verdict']}")
-        path = "\n".join(lines)
+        path = "\n".join(step.summary() for step in result.main.steps)
         return (
             f"An evaluation of the test case took these steps:\n{path}\n"
             f"The final score is {score:.2f} on a scale of 0 to 1. In one or two sentences, "

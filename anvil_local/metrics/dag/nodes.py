@@ -1,5 +1,11 @@
 """DAG node classes with DeepEval's names, keywords and validation messages.
 
+Each node type is registered (`register_node`) with the fields its spec may hold, and knows
+how to write itself to a metric file's node table (`to_spec`), how to be built from one
+(`from_spec`, then `link` once every node exists) and how to get its answer on a walk
+(`answer`). A new node type is a subclass of TaskNode (produces text) or JudgementNode
+(picks a verdict) plus its registration.
+
 Nodes compare and hash by identity (a graph may hold two nodes with equal fields). Both
 building styles work: bottom-up (`children=[...]`, validated at once) and top-down
 (`add_node`, `add_verdict(verdict, score=... | then=...)`, validated when the graph is built).
@@ -7,12 +13,18 @@ building styles work: bottom-up (`children=[...]`, validated at once) and top-do
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from anvil_local.errors import MetricDefinitionError, MetricTypeError
+from anvil_local.registry import register_node
 from anvil_local.testcase import SingleTurnParams, as_param
+
+#: Resolves a node id met in a spec to its object: ref(target, what) (what: for errors).
+Ref = Callable[[Any, str], Any]
+#: Names an object in a spec: the node id of a node, or the id given to a metric child.
+NameOf = Callable[[Any], str]
 
 
 def _params(values: Sequence[Any] | None) -> list[SingleTurnParams] | None:
@@ -65,6 +77,7 @@ class VerdictNode:
             raise MetricTypeError("A VerdictNode's verdict must be a string or a boolean.")
 
 
+@register_node("task", {"instructions", "output_label", "children", "evaluation_params", "label"})
 @dataclass(eq=False)
 class TaskNode:
     """Extracts text from the case (an LLM call); its output is shown, labelled with
@@ -88,6 +101,38 @@ class TaskNode:
         self.children.append(child)
         return child
 
+    def answer(self, asker: Any, visible: Any) -> Any:
+        return asker.task(self, visible)
+
+    def to_spec(self, name_of: NameOf) -> dict[str, Any]:
+        return {
+            "type": self.kind,  # type: ignore[attr-defined]
+            "instructions": self.instructions,
+            "output_label": self.output_label,
+            "children": [name_of(c) for c in self.children],
+        }
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], label: str) -> TaskNode:
+        return cls(
+            instructions=spec.get("instructions"),  # type: ignore[arg-type]
+            output_label=spec.get("output_label"),  # type: ignore[arg-type]
+            evaluation_params=spec.get("evaluation_params"),
+            label=label,
+        )
+
+    def link(self, spec: dict[str, Any], ref: Ref) -> None:
+        children = spec.get("children")
+        if not isinstance(children, list):
+            raise MetricDefinitionError("a task node needs a 'children' list of node ids")
+        for child_id in children:
+            child = ref(child_id, "'children'")
+            if not isinstance(child, TaskNode | JudgementNode):
+                raise MetricDefinitionError(
+                    f"a task node's child cannot be a metric ({child_id!r})"
+                )
+            self.children.append(child)
+
     def validate(self) -> None:
         for child in self.children:
             if isinstance(child, VerdictNode):
@@ -107,6 +152,8 @@ class TaskNode:
 class JudgementNode:
     """Shared by binary and non-binary judgement nodes: one question, verdict children."""
 
+    step_type: ClassVar[str] = "choice"  # the `type` of its steps in a trace
+
     criteria: str
     children: list[VerdictNode] = field(default_factory=list)
     evaluation_params: list[SingleTurnParams] | None = None
@@ -124,6 +171,44 @@ class JudgementNode:
         self.children.append(node)
         return node
 
+    def answer(self, asker: Any, visible: Any) -> Any:
+        return asker.judge(self, visible)
+
+    def to_spec(self, name_of: NameOf) -> dict[str, Any]:
+        verdicts = []
+        for child in self.children:
+            item: dict[str, Any] = {"verdict": child.verdict}
+            if child.score is not None:
+                item["score"] = child.score
+            else:
+                item["then"] = name_of(child.child)
+            verdicts.append(item)
+        return {"type": self.kind, "criteria": self.criteria, "verdicts": verdicts}  # type: ignore[attr-defined]
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], label: str) -> JudgementNode:
+        return cls(
+            criteria=spec.get("criteria"),  # type: ignore[arg-type]
+            evaluation_params=spec.get("evaluation_params"),
+            label=label,
+        )
+
+    def link(self, spec: dict[str, Any], ref: Ref) -> None:
+        verdicts = spec.get("verdicts")
+        if not isinstance(verdicts, list):
+            raise MetricDefinitionError("a judgement node needs a 'verdicts' list")
+        for item in verdicts:
+            if not isinstance(item, dict) or "verdict" not in item:
+                raise MetricDefinitionError("each verdict needs a 'verdict' key")
+            unknown = sorted(set(item) - {"verdict", "score", "then"})
+            if unknown:
+                raise MetricDefinitionError(f"unknown verdict field(s): {', '.join(unknown)}")
+            child = ref(item["then"], "a verdict's 'then'") if "then" in item else None
+            self.children.append(
+                VerdictNode(verdict=item["verdict"], score=item.get("score"), child=child)
+            )
+        self.validate()
+
     def validate(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
@@ -134,8 +219,14 @@ class JudgementNode:
         raise NotImplementedError
 
 
+_JUDGEMENT_FIELDS = {"criteria", "verdicts", "evaluation_params", "label"}
+
+
+@register_node("binary", _JUDGEMENT_FIELDS)
 class BinaryJudgementNode(JudgementNode):
     """A yes/no question: exactly one True and one False VerdictNode child."""
+
+    step_type: ClassVar[str] = "binary"
 
     def validate(self) -> None:
         if len(self.children) != 2:
@@ -160,6 +251,7 @@ class BinaryJudgementNode(JudgementNode):
         return next(c for c in self.children if c.verdict is wanted)
 
 
+@register_node("non_binary", _JUDGEMENT_FIELDS)
 class NonBinaryJudgementNode(JudgementNode):
     """A multiple-choice question: string verdicts, kept in declared order."""
 

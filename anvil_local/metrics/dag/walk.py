@@ -21,12 +21,8 @@ from typing import Any, Protocol
 from anvil_local.errors import MetricDefinitionError
 from anvil_local.judge.results import Usage
 from anvil_local.metrics.dag.graph import DeepAcyclicGraph
-from anvil_local.metrics.dag.nodes import (
-    BinaryJudgementNode,
-    JudgementNode,
-    TaskNode,
-    VerdictNode,
-)
+from anvil_local.metrics.dag.nodes import JudgementNode, TaskNode, VerdictNode
+from anvil_local.metrics.dag.trace import ChoiceStep, Leaf, Step, TaskStep
 
 
 @dataclass(frozen=True)
@@ -51,6 +47,7 @@ class Answer:
     probabilities: tuple[float, ...] = ()
     index: int = 0
     decoded: str | None = None  # a grammar-constrained greedy decode's answer, when asked for
+    value: Any = None  # what a code node computed
 
 
 class Asker(Protocol):
@@ -59,18 +56,10 @@ class Asker(Protocol):
     def metric(self, metric: Any) -> Any: ...  # a MetricResult
 
 
-@dataclass(frozen=True)
-class Leaf:
-    node: str
-    verdict: str | bool
-    score: float  # 0..1
-    metric: dict[str, Any] | None = None
-
-
 @dataclass
 class Walk:
     probability: float
-    steps: list[dict[str, Any]]
+    steps: list[Step]
     leaves: list[Leaf]
     main: bool  # the walk that follows the most probable verdict everywhere
 
@@ -113,8 +102,7 @@ def walk(
         nonlocal usage
         key = (id(node), visible)
         if key not in answers:
-            fn = asker.task if isinstance(node, TaskNode) else asker.judge
-            answers[key] = fn(node, visible)
+            answers[key] = node.answer(asker, visible)
             usage = usage + answers[key].usage
         return answers[key]
 
@@ -130,7 +118,7 @@ def walk(
         live: dict[int, Visible],
         leaves: list[Leaf],
         prob: float,
-        steps: list[dict[str, Any]],
+        steps: list[Step],
         main: bool,
     ) -> None:
         for i in range(pos, len(order)):
@@ -159,7 +147,7 @@ def walk(
                         )
                     leaves = [
                         *leaves,
-                        Leaf(node_id, node.verdict, result.score, metric=_metric_step(result)),
+                        Leaf(node_id, node.verdict, result.score, metric=result),
                     ]
             elif isinstance(node, JudgementNode):
                 answer = ask(node, visible)
@@ -196,30 +184,22 @@ def _branches(answer: Answer, prob: float, soft: bool, floor: float, main: bool)
     ]
 
 
-def _task_step(node_id: str, node: TaskNode, answer: Answer) -> dict[str, Any]:
-    return {
-        "node": node_id,
-        "type": "task",
-        "question": answer.question,
-        "output_label": node.output_label,
-        "output": answer.output,
-        "tokens": answer.usage.to_dict(),
-        "seconds": round(answer.seconds, 4),
-    }
+def _task_step(node_id: str, node: TaskNode, answer: Answer) -> TaskStep:
+    return TaskStep(
+        node_id, answer.question, node.output_label, answer.output, answer.usage, answer.seconds
+    )
 
 
-def _judge_step(node_id: str, node: JudgementNode, answer: Answer, index: int) -> dict[str, Any]:
-    return {
-        "node": node_id,
-        "type": "binary" if isinstance(node, BinaryJudgementNode) else "choice",
-        "question": answer.question,
-        "verdict": answer.options[index],
-        "probabilities": dict(zip(answer.options, answer.probabilities, strict=True)),
-        **({"decoded": answer.decoded} if answer.decoded is not None else {}),
-        "tokens": answer.usage.to_dict(),
-        "seconds": round(answer.seconds, 4),
-    }
-
-
-def _metric_step(result: Any) -> dict[str, Any]:
-    return {"metric": result.metric, "score": result.score, "trace": result.trace}
+def _judge_step(node_id: str, node: JudgementNode, answer: Answer, index: int) -> ChoiceStep:
+    return ChoiceStep(
+        node=node_id,
+        step_type=node.step_type,
+        headline=node.criteria.strip().split("\n", 1)[0],
+        question=answer.question,
+        verdict=answer.options[index],
+        probabilities=dict(zip(answer.options, answer.probabilities, strict=True)),
+        usage=answer.usage,
+        seconds=answer.seconds,
+        decoded=answer.decoded,
+        value=answer.value,
+    )

@@ -1,0 +1,73 @@
+"""What every executor shares: judging one pair safely, and judging a whole group."""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from anvil_local.errors import AnvilError, ModelLoadError, NativeCrash
+from anvil_local.metrics.base import BaseMetric
+from anvil_local.metrics.result import MetricResult
+from anvil_local.run.plan import Plan, WorkGroup
+from anvil_local.testcase import LLMTestCase
+
+log = logging.getLogger(__name__)
+
+#: Called with (case position, metric index, result) as each pair is judged; returns True
+#: when the run must stop (fail-fast).
+Deliver = Callable[[int, int, MetricResult], bool]
+
+
+class Executor(Protocol):
+    """Stage 2: judges the plan's groups and delivers each result as it is produced.
+    `workers` is how many judges run at once (the plan cuts big groups to balance them)."""
+
+    workers: int
+
+    def execute(self, plan: Plan, deliver: Deliver) -> None: ...
+
+
+def run_metric(
+    metric: BaseMetric, case: LLMTestCase, session: Any, include_reason: bool | None
+) -> MetricResult:
+    """One metric on one case; any failure becomes an error result, never a score."""
+    start = time.perf_counter()
+    try:
+        return metric.run(case, session, include_reason=include_reason)
+    except (KeyboardInterrupt, ModelLoadError, NativeCrash):
+        raise  # the run cannot go on: not one pair's error
+    except AnvilError as exc:
+        error = str(exc)
+    except Exception as exc:  # a judge failure must not stop the run
+        log.debug("metric %s failed on %s:\n%s", metric.name, case.id, traceback.format_exc())
+        error = f"{type(exc).__name__}: {exc}"
+    return MetricResult(
+        metric=metric.name,
+        score=None,
+        success=None,
+        threshold=metric.threshold,
+        error=error,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def judge_group(
+    group: WorkGroup,
+    metrics: list[BaseMetric],
+    session: Any,
+    include_reason: bool | None,
+    deliver: Deliver,
+    on_start: Callable[[int, int], None] | None = None,
+) -> bool:
+    """Judge a group's pairs back to back on one session; True when delivery said stop."""
+    for item in group:
+        for index in item.metrics:
+            if on_start is not None:
+                on_start(item.row.position, index)
+            result = run_metric(metrics[index], item.row.case, session, include_reason)
+            if deliver(item.row.position, index, result):
+                return True
+    return False

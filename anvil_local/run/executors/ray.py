@@ -1,0 +1,147 @@
+"""The Ray executor: one actor per model replica, on a local Ray or a cluster.
+
+Each actor loads the model once and judges whole prefix groups (a group never leaves its
+actor, so its shared prefix is prefilled once); results come back group by group into the
+same runner, so the results file, resume and cache behave exactly as with the other
+executors. On a cluster (`--ray-address`) the model file must be at the same path on every
+node (a shared volume, or `anvil models pull` on each), and a metric kind registered in
+your own code must be importable there.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from anvil_local.errors import AnvilError, DataError, WorkerCrash
+from anvil_local.judge.model import ResolvedModel
+from anvil_local.metrics.result import MetricResult
+from anvil_local.registry import metric_from_wire, metric_to_wire
+from anvil_local.run.executors.base import Deliver, judge_group
+from anvil_local.run.executors.pool import group_from_wire, group_to_wire, per_worker
+from anvil_local.run.plan import Plan
+
+log = logging.getLogger(__name__)
+
+
+class JudgeActor:
+    """Holds one loaded model; judges one group per call."""
+
+    def __init__(
+        self, model: ResolvedModel, metric_wires: list[dict[str, Any]], include_reason: Any
+    ) -> None:
+        from anvil_local.judge.session import open_session
+
+        self.session = open_session(model)
+        self.metrics = [metric_from_wire(w) for w in metric_wires]
+        self.include_reason = include_reason
+
+    def judge(self, wire: list[Any]) -> list[tuple[int, int, MetricResult]]:
+        out: list[tuple[int, int, MetricResult]] = []
+
+        def collect(position: int, index: int, result: MetricResult) -> bool:
+            out.append((position, index, result))
+            return False
+
+        judge_group(group_from_wire(wire), self.metrics, self.session, self.include_reason, collect)
+        return out
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise DataError("the Ray executor needs Ray: pip install 'anvil-local[ray]'") from exc
+    return ray
+
+
+def _local_runtime_env() -> dict[str, Any]:
+    """A local Ray's workers see this process's import path and anvil settings."""
+    env = {k: v for k, v in os.environ.items() if k.startswith("ANVIL_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return {"env_vars": env}
+
+
+class RayExecutor:
+    def __init__(self, replicas: int = 1, address: str | None = None) -> None:
+        self.replicas = self.workers = replicas
+        self.address = address
+
+    def execute(self, plan: Plan, deliver: Deliver) -> None:
+        if not plan.groups:
+            return
+        ray = _import_ray()
+        started_here = not ray.is_initialized()
+        count = min(self.replicas, len(plan.groups))
+        model = plan.model
+        if started_here:
+            if self.address is None:
+                from anvil_local.judge.native import ensure_native_ok
+
+                model = per_worker(model, count)
+                settings = model.settings
+                ensure_native_ok(
+                    Path(model.path), settings.resolved_threads(), settings.n_gpu_layers
+                )
+                ray.init(
+                    num_cpus=max(count, os.cpu_count() or 1),
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    runtime_env=_local_runtime_env(),
+                )
+            else:
+                ray.init(address=self.address, log_to_driver=False)
+        try:
+            self._run(ray, plan, model, count, deliver)
+        finally:
+            if started_here:
+                ray.shutdown()
+
+    def _run(self, ray: Any, plan: Plan, model: ResolvedModel, count: int, deliver: Deliver):
+        wires = [metric_to_wire(m) for m in plan.metrics]
+        remote = ray.remote(num_cpus=1, max_restarts=0)(JudgeActor)
+        actors = [remote.remote(model, wires, plan.include_reason) for _ in range(count)]
+        waiting = deque(group_to_wire(g) for g in plan.groups)
+        running: dict[Any, tuple[int, list[Any]]] = {}
+        try:
+            for number, actor in enumerate(actors):
+                if waiting:
+                    group = waiting.popleft()
+                    running[actor.judge.remote(group)] = (number, group)
+            while running:
+                ready, _ = ray.wait(list(running), num_returns=1)
+                number, group = running.pop(ready[0])
+                try:
+                    results = ray.get(ready[0])
+                except ray.exceptions.RayActorError as exc:
+                    raise WorkerCrash(self._crash(number, group, plan, exc)) from exc
+                except ray.exceptions.RayTaskError as exc:
+                    cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+                    if isinstance(cause, AnvilError):
+                        raise cause from None  # e.g. the model cannot load: one line, exit 2
+                    raise WorkerCrash(
+                        f"Ray actor {number + 1} failed: {type(cause).__name__}: {cause}"
+                    ) from exc
+                for position, index, result in results:
+                    if deliver(position, index, result):
+                        return
+                if waiting:
+                    group = waiting.popleft()
+                    running[actors[number].judge.remote(group)] = (number, group)
+        finally:
+            for actor in actors:
+                ray.kill(actor)
+
+    @staticmethod
+    def _crash(number: int, group: list[Any], plan: Plan, exc: Exception) -> str:
+        first = group[0]
+        row = next(r for r in plan.rows if r.position == first[0])
+        return (
+            f"Ray actor {number + 1} died while judging the group starting at case "
+            f"{row.case_id!r} ({exc.__class__.__name__}); the results written so far are kept "
+            "and a re-run resumes after them"
+        )
