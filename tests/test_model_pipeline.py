@@ -69,6 +69,8 @@ def test_ray_in_local_mode_with_2_cpus_gives_the_in_process_results(
     tmp_path, local_run, default_model_path
 ):
     pytest.importorskip("ray", reason="the [ray] extra is part of the test install")
+    from anvil_local.run.executors.ray import RayExecutor
+
     out = tmp_path / "ray.jsonl"
     outcome = evaluate(
         cases(),
@@ -76,8 +78,7 @@ def test_ray_in_local_mode_with_2_cpus_gives_the_in_process_results(
         model=default_model_path,
         out=out,
         use_cache=False,
-        jobs=2,
-        executor="ray",
+        executor=RayExecutor(replicas=2, cpus=2),
     )
     assert not outcome.interrupted
     assert content(out) == content(local_run)

@@ -67,9 +67,14 @@ def _local_runtime_env() -> dict[str, Any]:
 
 
 class RayExecutor:
-    def __init__(self, replicas: int = 1, address: str | None = None) -> None:
+    def __init__(
+        self, replicas: int = 1, address: str | None = None, cpus: int | None = None
+    ) -> None:
+        """`replicas` actors (one model each) on the Ray at `address`, or on a local Ray
+        started for the run with `cpus` CPUs (default: all of this machine's)."""
         self.replicas = self.workers = replicas
         self.address = address
+        self.cpus = cpus
 
     def execute(self, plan: Plan, deliver: Deliver) -> None:
         if not plan.groups:
@@ -88,7 +93,7 @@ class RayExecutor:
                     Path(model.path), settings.resolved_threads(), settings.n_gpu_layers
                 )
                 ray.init(
-                    num_cpus=max(count, os.cpu_count() or 1),
+                    num_cpus=self.cpus or max(count, os.cpu_count() or 1),
                     include_dashboard=False,
                     log_to_driver=False,
                     runtime_env=_local_runtime_env(),
