@@ -34,6 +34,7 @@ _BUILTIN_MODULES = (
     "anvil_local.metrics.dag.metric",
     "anvil_local.metrics.dag.code",
     "anvil_local.metrics.code",
+    "anvil_local.metrics.likelihood",
 )
 
 T = TypeVar("T")

@@ -12,7 +12,13 @@ import numpy as np
 from anvil_local.judge.judge import Judge
 from anvil_local.judge.model import ResolvedModel
 from anvil_local.judge.prompt import Prompt
-from anvil_local.judge.results import ChoiceResult, GenerationResult, ScoreResult, Usage
+from anvil_local.judge.results import (
+    ChoiceResult,
+    GenerationResult,
+    LikelihoodResult,
+    ScoreResult,
+    Usage,
+)
 from anvil_local.judge.runtime import common_prefix
 
 IM_START, IM_END, EOT = 256, 257, 258
@@ -99,10 +105,12 @@ class FakeJudge:
         scores: dict[str, Sequence[float]] | None = None,
         texts: dict[str, str] | None = None,
         sha: str = "a" * 64,
+        likelihoods: dict[str, Sequence[float]] | None = None,
     ) -> None:
         self.choices = choices or {}
         self.scores = scores or {}
         self.texts = texts or {}
+        self.likelihoods = likelihoods or {}
         self.model = ResolvedModel("fake-judge", "/fake-judge.gguf", sha)
         self.usage = Usage()
         self.calls: list[tuple[str, Prompt, Any]] = []
@@ -137,6 +145,15 @@ class FakeJudge:
     def decode_choice(self, prompt: Prompt, options: Sequence[str]) -> str:
         self.calls.append(("decode", prompt, tuple(options)))
         return self._lookup(self.texts, prompt.question, options[-1])
+
+    def likelihood(self, prompt: Prompt, continuation: str) -> LikelihoodResult:
+        """Scripted by whether the prompt holds a case field: `likelihoods` maps a substring
+        of the prompt's blocks to the log-probabilities of the continuation's words."""
+        self.calls.append(("likelihood", prompt, continuation))
+        words = tuple(continuation.split())
+        text = "".join(prompt.blocks)
+        values = self._lookup(self.likelihoods, text, [-1.0] * len(words))
+        return LikelihoodResult(words, tuple(values), Usage(10, 5, 5, 1), 0.001)
 
     def kinds(self) -> list[str]:
         return [kind for kind, _, _ in self.calls]

@@ -200,7 +200,7 @@ def test_a_code_metric_scores_by_its_check_and_needs_no_model():
     outcome = evaluate([case], [metric], model=FakeJudge(), use_cache=False)
     line = outcome.lines[0]
     assert line.result.score == 0.5 and line.result.trace.to_dict() == {
-        "type": "code",
+        "type": "check",
         "check": "ngram_overlap",
         "value": 0.5,
     }
@@ -209,7 +209,7 @@ def test_a_code_metric_scores_by_its_check_and_needs_no_model():
 
 def test_a_python_check_registered_by_name_works_in_a_file_defined_metric():
     metric = metric_from_dict(
-        {"type": "code", "name": "Cats", "check": "count_word", "args": {"word": "cat"}}
+        {"type": "check", "name": "Cats", "check": "count_word", "args": {"word": "cat"}}
     )
     result = metric.run(LLMTestCase(actual_output="cat cat dog"), None)
     assert result.score == 1.0 and result.trace.value == 2.0

@@ -100,3 +100,47 @@ def test_decode_batches_never_hold_one_token_alone():
     for count in range(2, 1200, 7):
         sizes = batches(count, 64)
         assert sum(sizes) == count and min(sizes) >= 2 and max(sizes) <= 64
+
+
+def rambler(text: str):
+    """A model that says `text` one byte at a time, then ends its turn."""
+
+    def script(tokens):
+        said = answer_text(FakeRuntime(), tokens)
+        nxt = text[len(said)] if said == text[: len(said)] and len(said) < len(text) else None
+        return logits_from({nxt: 1.0} if nxt else {IM_END: 1.0})
+
+    return script
+
+
+def test_generate_ends_before_the_first_stop_string():
+    judge = fake_judge(rambler("Intro\nBody\n\nAnd then a long ramble about other things."))
+    result = judge.generate(Prompt(BLOCKS, "List the headings"), max_tokens=100, stop=["\n\n"])
+    assert (result.text, result.finished) == ("Intro\nBody", True)
+    assert result.tokens <= len("Intro\nBody\n\n")  # decoding stopped there, not at the end
+
+
+def test_a_task_node_budget_and_stop_shape_its_output_and_mark_a_cut():
+    from anvil_local import DAGMetric, LLMTestCase
+    from anvil_local.metrics.dag import BinaryJudgementNode, DeepAcyclicGraph, TaskNode, VerdictNode
+
+    def graph(**task_options):
+        check = BinaryJudgementNode(
+            "Are they all there?", [VerdictNode(True, score=10), VerdictNode(False, score=0)]
+        )
+        task = TaskNode(
+            "List the headings.",
+            "Headings",
+            [check],
+            evaluation_params=["actual_output"],
+            **task_options,
+        )
+        return DAGMetric("H", DeepAcyclicGraph([task]), include_reason=False)
+
+    case = LLMTestCase(actual_output="Intro\nBody")
+    judge = fake_judge(rambler("Intro\nBody\n\nAnd then a long ramble."))
+    stopped = graph(stop=["\n\n"]).run(case, judge).trace.to_dict()["path"][0]
+    assert stopped["output"] == "Intro\nBody" and "truncated" not in stopped
+    cut = graph(max_tokens=5).run(case, judge).trace.to_dict()["path"][0]
+    assert cut["output"] == "Intro" and cut["truncated"] is True
+    assert graph(max_tokens=5, stop=["\n\n"]).to_dict()["nodes"]["task-1"]["max_tokens"] == 5

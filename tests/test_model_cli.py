@@ -221,7 +221,7 @@ def test_readme_anvil_commands_run(real_data_dir: Path, tmp_path: Path, monkeypa
     for args in commands:
         result = CliRunner().invoke(main, args)
         assert result.exit_code in (0, 1), (args, result.output)
-    assert len(lines(tmp_path / "results.jsonl")) == 4
+    assert len(lines(tmp_path / "results.jsonl")) == 8  # 4 cases x the code and model DAGs
     assert os.path.getsize(tmp_path / "summeval.xml") > 0
 
 
@@ -250,7 +250,7 @@ def test_pytest_fixture_and_assert_test_gate_a_suite(pytester, default_model_pat
     )
     result = pytester.runpytest_subprocess(f"--anvil-model={default_model_path}", "-q")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*Summary headings: score 0.200 < threshold 1.0*"])
+    result.stdout.fnmatch_lines(["*Summary headings (model): score 0.200 < threshold 1.0*"])
 
 
 def test_steps_command_prints_steps_to_pin(tmp_path: Path, default_model_path: Path):

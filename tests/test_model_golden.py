@@ -88,10 +88,10 @@ def test_the_default_model_gives_the_golden_numbers(judge):
 
 
 def _update() -> None:
-    from anvil_local.judge import Judge
+    from anvil_local.judge import Judge, ResolvedModel
     from anvil_local.pull import ensure_model
 
-    numbers = compute(Judge.load(ensure_model()))
+    numbers = compute(Judge.load(ResolvedModel.resolve(ensure_model())))
     GOLDEN.parent.mkdir(exist_ok=True)
     GOLDEN.write_text(json.dumps(numbers, indent=2, sort_keys=False) + "\n")
     print(f"wrote {GOLDEN}")

@@ -211,7 +211,7 @@ def bench(
     on_line: Callable[..., None] | None = None,
 ) -> BenchResult:
     """Score `rows` with every metric on every model, then measure agreement and cost."""
-    metrics = [m for m, _ in specs]
+    metrics = _distinct(m for m, _ in specs)  # a metric compared with several labels runs once
     for _, spec in specs:  # every label is there before any model work
         labels_of(rows, spec.label, source)
     outcomes: list[MetricOutcome] = []
@@ -247,17 +247,17 @@ def bench(
                 model_name, metric, spec.label, rows, by_metric.get(metric.name, {}), source
             )
             outcomes.append(outcome)
-            series[metric.name] = (outcome, pred, human, docs)
+            series[(metric.name, spec.label)] = (outcome, pred, human, docs)
         comparisons += _compare(model_name, series)
     docs = {document_of(r) for r in rows}
     return BenchResult(suite, source, len(rows), len(docs), outcomes, comparisons, runs)
 
 
-def _compare(model: str, series: dict[str, tuple]) -> list[Comparison]:
+def _compare(model: str, series: dict[tuple[str, str], tuple]) -> list[Comparison]:
     """Paired differences of the headline statistic between metrics that share a label and
     scored the same cases."""
     found = []
-    for (name_a, sa), (name_b, sb) in itertools.combinations(series.items(), 2):
+    for ((name_a, _), sa), ((name_b, _), sb) in itertools.combinations(series.items(), 2):
         oa, pa, ha, da = sa
         ob, pb, hb, db = sb
         if oa.label != ob.label or oa.kind != ob.kind or da != db or not np.array_equal(ha, hb):
@@ -268,6 +268,18 @@ def _compare(model: str, series: dict[str, tuple]) -> list[Comparison]:
         diff = stats.paired_difference(stat_a, stat_b, da, len(pa))
         found.append(Comparison(model, name_a, name_b, statistic, diff))
     return found
+
+
+def _distinct(metrics: Any) -> list[BaseMetric]:
+    """Metrics by name, first occurrence kept; one name for two definitions is an error."""
+    found: dict[str, BaseMetric] = {}
+    for metric in metrics:
+        seen = found.get(metric.name)
+        if seen is None:
+            found[metric.name] = metric
+        elif seen.to_dict() != metric.to_dict():
+            raise DataError(f"two different metrics are named {metric.name!r}")
+    return list(found.values())
 
 
 def _slug(text: str) -> str:

@@ -22,7 +22,13 @@ from anvil_local.errors import ContextOverflow, GenerationError
 from anvil_local.judge.model import ResolvedModel
 from anvil_local.judge.options import argmax_first, option_probabilities
 from anvil_local.judge.prompt import Prompt
-from anvil_local.judge.results import ChoiceResult, GenerationResult, ScoreResult, Usage
+from anvil_local.judge.results import (
+    ChoiceResult,
+    GenerationResult,
+    LikelihoodResult,
+    ScoreResult,
+    Usage,
+)
 from anvil_local.judge.template import TemplateParts, render_parts
 
 log = logging.getLogger(__name__)
@@ -43,6 +49,7 @@ class Runtime(Protocol):
     def evaluate(
         self, tokens: Sequence[int], exact: bool = True
     ) -> tuple[np.ndarray, int, int]: ...
+    def logprobs(self, tokens: Sequence[int], start: int) -> tuple[list[float], int, int]: ...
     def grammars(self) -> Any: ...
 
 
@@ -142,15 +149,30 @@ class Judge:
         result = self.choose(prompt, [str(v) for v in range(lo, hi + 1)])
         return ScoreResult(lo, hi, result.probabilities, result.usage, result.seconds)
 
+    def likelihood(self, prompt: Prompt, continuation: str) -> LikelihoodResult:
+        """How likely the model finds `continuation` as its answer to `prompt`: the
+        log-probability of each of its tokens, read in one pass (no generation)."""
+        start = time.perf_counter()
+        answer = self.runtime.tokenize(continuation, special=False)
+        if not answer:
+            raise ValueError("likelihood() needs a non-empty continuation")
+        tokens = self._checked_tokens(prompt, len(answer))
+        values, reused, evaluated = self.runtime.logprobs(tokens + answer, len(tokens))
+        usage = self._record(Usage(len(tokens) + len(answer), reused, evaluated, 1))
+        pieces = tuple(self.runtime.detokenize([t]) for t in answer)
+        return LikelihoodResult(pieces, tuple(values), usage, time.perf_counter() - start)
+
     def generate(
         self,
         prompt: Prompt,
         max_tokens: int,
         schema: dict[str, Any] | None = None,
         regex: str | None = None,
+        stop: Sequence[str] = (),
     ) -> GenerationResult:
         """Greedy text of at most `max_tokens` tokens; with `schema` (JSON schema) or `regex`
-        the text is constrained by a grammar and must complete inside the budget."""
+        the text is constrained by a grammar and must complete inside the budget. Text ends
+        before the first `stop` string that appears (which counts as finishing)."""
         start = time.perf_counter()
         tokens = self._checked_tokens(prompt, max_tokens)
         processor = None
@@ -158,9 +180,12 @@ class Judge:
             processor = self.runtime.grammars().json_schema(schema)
         elif regex is not None:
             processor = self.runtime.grammars().regex(regex)
-        out, finished, reused, evaluated = self._greedy(tokens, max_tokens, processor)
+        out, finished, reused, evaluated = self._greedy(tokens, max_tokens, processor, stop)
         usage = self._record(Usage(len(tokens), reused, evaluated, 1))
         text = self.runtime.detokenize(out)
+        cut = min((i for i in (text.find(x) for x in stop if x) if i >= 0), default=-1)
+        if cut >= 0:
+            text, finished = text[:cut], True
         if processor is not None and not finished:
             raise GenerationError(
                 f"constrained output did not complete within {max_tokens} tokens: {text[:80]!r}..."
@@ -168,10 +193,11 @@ class Judge:
         return GenerationResult(text, len(out), finished, usage, time.perf_counter() - start)
 
     def _greedy(
-        self, tokens: list[int], max_tokens: int, processor: Any = None
+        self, tokens: list[int], max_tokens: int, processor: Any = None, stop: Sequence[str] = ()
     ) -> tuple[list[int], bool, int, int]:
-        """Greedy decode after `tokens` (masked by a grammar processor if given); returns
-        (new tokens, ended by itself, tokens reused, tokens evaluated)."""
+        """Greedy decode after `tokens` (masked by a grammar processor if given), until an end
+        token, the budget, or a `stop` string in the text; returns (new tokens, ended by
+        itself, tokens reused, tokens evaluated)."""
         if processor is not None:
             processor.reset()
         logits, reused, evaluated = self.runtime.evaluate(tokens)
@@ -186,6 +212,8 @@ class Judge:
                 return out, True, reused, evaluated
             out.append(token)
             sequence.append(token)
+            if stop and any(x and x in self.runtime.detokenize(out) for x in stop):
+                return out, True, reused, evaluated
             if len(out) >= max_tokens:
                 return out, False, reused, evaluated
             logits, _, n = self.runtime.evaluate(sequence, exact=False)

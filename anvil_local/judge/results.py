@@ -80,3 +80,21 @@ class GenerationResult:
     finished: bool  # ended on its own (end of turn / grammar complete), not by the budget
     usage: Usage
     seconds: float
+
+
+@dataclass(frozen=True)
+class LikelihoodResult:
+    """The log-probability of each token of a continuation given a prompt."""
+
+    tokens: tuple[str, ...]  # each token's text
+    logprobs: tuple[float, ...]
+    usage: Usage
+    seconds: float
+
+    @property
+    def total(self) -> float:
+        return sum(self.logprobs)
+
+    @property
+    def mean(self) -> float:
+        return self.total / len(self.logprobs)

@@ -172,6 +172,47 @@ class LlamaRuntime:
         logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
         return logits, keep, len(tokens) - keep
 
+    def logprobs(self, tokens: Sequence[int], start: int) -> tuple[list[float], int, int]:
+        """log P(tokens[j] | tokens[:j]) for every j >= start, in one pass over the
+        continuation; returns (log-probabilities, tokens reused, tokens evaluated).
+
+        The prefix tokens[:start - 1] is evaluated as `evaluate` does (its KV entries reused
+        when already there); the rest is decoded in batches of two or more tokens with the
+        logits of every position kept, so each value is what a cold evaluation ending at that
+        position gives."""
+        tokens = list(tokens)
+        if not 2 <= start < len(tokens):
+            raise ValueError("logprobs needs a prefix of 2+ tokens and a continuation")
+        _, reused, evaluated = self.evaluate(tokens[: start - 1])
+        llama, lib = self.llama, self._llama_cpp
+        position = start - 1
+        values: list[float] = []
+        try:
+            llama._ctx.kv_cache_seq_rm(-1, position, -1)
+            for size in batches(len(tokens) - position, self.n_batch):
+                chunk = tokens[position : position + size]
+                llama._batch.set_batch(batch=chunk, n_past=position, logits_all=True)
+                llama._ctx.decode(llama._batch)
+                llama.input_ids[position : position + size] = chunk
+                llama.n_tokens = position + size
+                rows = np.ctypeslib.as_array(
+                    lib.llama_get_logits(llama.ctx), shape=(size, self.n_vocab)
+                ).astype(np.float64)
+                for i in range(size):
+                    target = position + i + 1
+                    if start <= target < len(tokens):
+                        row = rows[i]
+                        top = row.max()
+                        log_total = top + np.log(np.exp(row - top).sum())
+                        values.append(float(row[tokens[target]] - log_total))
+                position += size
+        except RuntimeError as exc:
+            self._tokens, self._exact, llama.n_tokens = [], 0, 0
+            raise ModelError(f"llama.cpp failed to decode: {exc}") from exc
+        self._tokens = tokens
+        self._exact = len(tokens)
+        return values, reused, evaluated + len(tokens) - (start - 1)
+
     def grammars(self):
         """The grammar factory for this model (built on first use)."""
         if self._grammars is None:

@@ -14,7 +14,13 @@ from typing import Any, Protocol
 
 from anvil_local.judge.model import ResolvedModel
 from anvil_local.judge.prompt import Prompt
-from anvil_local.judge.results import ChoiceResult, GenerationResult, ScoreResult, Usage
+from anvil_local.judge.results import (
+    ChoiceResult,
+    GenerationResult,
+    LikelihoodResult,
+    ScoreResult,
+    Usage,
+)
 from anvil_local.judge.settings import JudgeSettings
 
 
@@ -61,11 +67,17 @@ class JudgeSession:
         max_tokens: int,
         schema: dict[str, Any] | None = None,
         regex: str | None = None,
+        stop: Sequence[str] = (),
     ) -> GenerationResult:
+        if stop:  # judges without stop strings (test stand-ins) keep working without them
+            return self.judge.generate(prompt, max_tokens, schema=schema, regex=regex, stop=stop)
         return self.judge.generate(prompt, max_tokens, schema=schema, regex=regex)
 
     def decode_choice(self, prompt: Prompt, options: Sequence[str]) -> str:
         return self.judge.decode_choice(prompt, options)
+
+    def likelihood(self, prompt: Prompt, continuation: str) -> LikelihoodResult:
+        return self.judge.likelihood(prompt, continuation)
 
     @property
     def usage(self) -> Usage:

@@ -1,4 +1,4 @@
-"""CodeMetric: a score computed by a check, no model involved (kind `code`).
+"""CodeMetric: a score computed by a check, no model involved (kind `check`).
 
 A numeric check's value is the score, clipped to 0..1 (n-gram overlap, for instance); a
 bool check scores 1 or 0. It stands alone as a baseline any judge must beat, or hangs off a
@@ -26,13 +26,13 @@ class CodeTrace(Trace):
     value: float | bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "code", "check": self.check, "value": self.value}
+        return {"type": "check", "check": self.check, "value": self.value}
 
     def lines(self) -> list[str]:
         return [f"  {self.check} = {self.value}"]
 
 
-@register_metric("code")
+@register_metric("check")
 class CodeMetric(BaseMetric):
     def __init__(
         self,

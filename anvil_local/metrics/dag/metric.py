@@ -61,8 +61,16 @@ class _JudgeAsker:
 
     def task(self, node: TaskNode, visible: Visible) -> Answer:
         question = task_question(node)
-        result = self._judge.generate(self._prompt(visible, question), TASK_MAX_TOKENS)
-        return Answer(question, result.usage, result.seconds, output=result.text.strip())
+        budget = node.max_tokens or TASK_MAX_TOKENS
+        prompt = self._prompt(visible, question)
+        result = self._judge.generate(prompt, budget, stop=node.stop or ())
+        return Answer(
+            question,
+            result.usage,
+            result.seconds,
+            output=result.text.strip(),
+            truncated=not result.finished,
+        )
 
     def judge(self, node: JudgementNode, visible: Visible) -> Answer:
         question = judgement_question(node)

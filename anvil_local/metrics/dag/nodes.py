@@ -77,21 +77,46 @@ class VerdictNode:
             raise MetricTypeError("A VerdictNode's verdict must be a string or a boolean.")
 
 
-@register_node("task", {"instructions", "output_label", "children", "evaluation_params", "label"})
+@register_node(
+    "task",
+    {
+        "instructions",
+        "output_label",
+        "children",
+        "evaluation_params",
+        "label",
+        "max_tokens",
+        "stop",
+    },
+)
 @dataclass(eq=False)
 class TaskNode:
     """Extracts text from the case (an LLM call); its output is shown, labelled with
-    `output_label`, to every node below it on the walk."""
+    `output_label`, to every node below it on the walk. `max_tokens` bounds the output
+    (default 160) and `stop` ends it at the first of these strings (e.g. a blank line), so a
+    small model cannot ramble; a trace marks an output the budget cut."""
 
     instructions: str
     output_label: str
     children: list[Any] = field(default_factory=list)
     evaluation_params: list[SingleTurnParams] | None = None
     label: str | None = None
+    max_tokens: int | None = None
+    stop: list[str] | None = None
 
     def __post_init__(self) -> None:
         _text(self.instructions, "A TaskNode's 'instructions'")
         _text(self.output_label, "A TaskNode's 'output_label'")
+        if self.max_tokens is not None and (
+            isinstance(self.max_tokens, bool)
+            or not isinstance(self.max_tokens, int)
+            or self.max_tokens < 1
+        ):
+            raise MetricDefinitionError("A TaskNode's 'max_tokens' must be a positive integer")
+        if self.stop is not None:
+            if isinstance(self.stop, str) or not all(isinstance(x, str) and x for x in self.stop):
+                raise MetricDefinitionError("A TaskNode's 'stop' must be a list of strings")
+            self.stop = list(self.stop)
         self.children = list(self.children)
         self.evaluation_params = _params(self.evaluation_params)
         if self.children:
@@ -109,6 +134,8 @@ class TaskNode:
             "type": self.kind,  # type: ignore[attr-defined]
             "instructions": self.instructions,
             "output_label": self.output_label,
+            **({"max_tokens": self.max_tokens} if self.max_tokens is not None else {}),
+            **({"stop": self.stop} if self.stop is not None else {}),
             "children": [name_of(c) for c in self.children],
         }
 
@@ -119,6 +146,8 @@ class TaskNode:
             output_label=spec.get("output_label"),  # type: ignore[arg-type]
             evaluation_params=spec.get("evaluation_params"),
             label=label,
+            max_tokens=spec.get("max_tokens"),
+            stop=spec.get("stop"),
         )
 
     def link(self, spec: dict[str, Any], ref: Ref) -> None:

@@ -24,24 +24,28 @@ class TaskStep:
     output: str | None
     usage: Usage
     seconds: float
+    truncated: bool = False  # the token budget cut the output
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "node": self.node,
             "type": "task",
             "question": self.question,
             "output_label": self.output_label,
             "output": self.output,
-            "tokens": self.usage.to_dict(),
-            "seconds": round(self.seconds, 4),
         }
+        if self.truncated:
+            data["truncated"] = True
+        data.update(tokens=self.usage.to_dict(), seconds=round(self.seconds, 4))
+        return data
 
     def summary(self) -> str:
         """One line for the reason prompt."""
         return f"- {self.output_label}: {self.output}"
 
     def lines(self) -> list[str]:
-        return [f"  - [{self.node}] {self.output_label}: {self.output}"]
+        cut = " (cut by its token budget)" if self.truncated else ""
+        return [f"  - [{self.node}] {self.output_label}: {self.output}{cut}"]
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ class Answer:
     index: int = 0
     decoded: str | None = None  # a grammar-constrained greedy decode's answer, when asked for
     value: Any = None  # what a code node computed
+    truncated: bool = False  # a task output cut by its token budget
 
 
 class Asker(Protocol):
@@ -186,7 +187,13 @@ def _branches(answer: Answer, prob: float, soft: bool, floor: float, main: bool)
 
 def _task_step(node_id: str, node: TaskNode, answer: Answer) -> TaskStep:
     return TaskStep(
-        node_id, answer.question, node.output_label, answer.output, answer.usage, answer.seconds
+        node_id,
+        answer.question,
+        node.output_label,
+        answer.output,
+        answer.usage,
+        answer.seconds,
+        answer.truncated,
     )
 
 

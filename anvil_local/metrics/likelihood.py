@@ -1,0 +1,171 @@
+"""LikelihoodMetric: how likely the judge finds the output as its own answer (GPTScore style).
+
+The prompt holds the case's source fields (the Input, by default) and a task ("Summarise the
+Input."); the score comes from the log-probability of each token of the Actual Output as the
+answer, read in one forward pass with no generation. Small models that answer questions
+close to chance still rank texts by likelihood with real signal (see DESIGN.md).
+
+- `normalise = "mean"` (default): the mean log-probability per token; `"sum"`: the total.
+- `contrast = true`: minus the same quantity without the source fields (the output's
+  unconditional likelihood), so fluent but unsupported text stops scoring well.
+- The stated transform to 0..1: exp(value) without contrast (for "mean", the geometric mean
+  of the token probabilities); the logistic 1 / (1 + exp(-value)) with contrast.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from anvil_local.errors import MetricDefinitionError
+from anvil_local.judge.prompt import Prompt
+from anvil_local.judge.session import as_session
+from anvil_local.metrics.base import BaseMetric, MetricResult, check_threshold
+from anvil_local.metrics.layout import case_blocks
+from anvil_local.metrics.result import Trace
+from anvil_local.registry import register_metric
+from anvil_local.testcase import LLMTestCase, SingleTurnParams, as_param
+
+_NORMALISE = ("mean", "sum")
+
+
+@dataclass
+class LikelihoodTrace(Trace):
+    tokens: list[str]
+    logprobs: list[float]
+    conditional: float  # the normalised log-probability given the source
+    unconditional: float | None  # the same without the source (contrast only)
+    value: float  # what the transform maps to the score
+    transform: str
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "type": "likelihood",
+            "conditional": self.conditional,
+            "unconditional": self.unconditional,
+            "value": self.value,
+            "transform": self.transform,
+            "tokens": [[t, lp] for t, lp in zip(self.tokens, self.logprobs, strict=True)],
+        }
+        return data
+
+    def lines(self) -> list[str]:
+        lines = [f"  log-probability given the source: {self.conditional:.3f}"]
+        if self.unconditional is not None:
+            lines.append(f"  without the source: {self.unconditional:.3f}")
+        lines.append(f"  value {self.value:.3f}, score = {self.transform}")
+        worst = sorted(zip(self.logprobs, self.tokens, strict=True))[:5]
+        shown = ", ".join(f"{t!r} {lp:.2f}" for lp, t in worst)
+        lines.append(f"  least likely tokens: {shown}")
+        return lines
+
+
+@register_metric("likelihood")
+class LikelihoodMetric(BaseMetric):
+    def __init__(
+        self,
+        name: str,
+        task: str = "Summarise the Input.",
+        evaluation_params: Sequence[SingleTurnParams | str] = (SingleTurnParams.INPUT,),
+        target: SingleTurnParams | str = SingleTurnParams.ACTUAL_OUTPUT,
+        normalise: str = "mean",
+        contrast: bool = False,
+        threshold: float = 0.5,
+        model: Any = None,
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise MetricDefinitionError("a metric needs a non-empty 'name'")
+        if not isinstance(task, str) or not task.strip():
+            raise MetricDefinitionError("'task' must be a non-empty string")
+        if normalise not in _NORMALISE:
+            raise MetricDefinitionError(f"'normalise' must be one of: {', '.join(_NORMALISE)}")
+        self.name = name
+        self.task = task
+        self.evaluation_params = [as_param(p) for p in evaluation_params]
+        self.target = as_param(target)
+        if self.target in self.evaluation_params:
+            raise MetricDefinitionError("the target field cannot also be a source field")
+        self.normalise = normalise
+        self.contrast = bool(contrast)
+        self.threshold = check_threshold(threshold)
+        self.include_reason = False
+        self.strict_mode = False
+        self.verbose_mode = False
+        self.model = model
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "name": self.name,
+            "task": self.task,
+            "evaluation_params": [p.value for p in self.evaluation_params],
+            "target": self.target.value,
+            "normalise": self.normalise,
+            "contrast": self.contrast,
+            "threshold": self.threshold,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LikelihoodMetric:
+        known = {
+            "name",
+            "task",
+            "evaluation_params",
+            "target",
+            "normalise",
+            "contrast",
+            "threshold",
+        }
+        unknown = sorted(set(data) - known - {"type"})
+        if unknown:
+            raise MetricDefinitionError(f"unknown likelihood field(s): {', '.join(unknown)}")
+        if "name" not in data:
+            raise MetricDefinitionError("a likelihood metric needs a 'name'")
+        return cls(**{k: data[k] for k in known if k in data})
+
+    def required_params(self) -> list[SingleTurnParams]:
+        return [*self.evaluation_params, self.target]
+
+    def _normalised(self, logprobs: Sequence[float]) -> float:
+        total = sum(logprobs)
+        return total / len(logprobs) if self.normalise == "mean" else total
+
+    def run(
+        self, case: LLMTestCase, session: Any, *, include_reason: bool | None = None
+    ) -> MetricResult:
+        start = time.perf_counter()
+        case.require(self.required_params(), self.name)
+        session = as_session(session, self.model)
+        text = str(case.get(self.target))
+        given = session.likelihood(
+            Prompt(case_blocks(case, self.evaluation_params), self.task, case.label), text
+        )
+        conditional = self._normalised(given.logprobs)
+        usage = given.usage
+        unconditional = None
+        if self.contrast:
+            alone = session.likelihood(Prompt(case_blocks(case, []), self.task, case.label), text)
+            unconditional = self._normalised(alone.logprobs)
+            usage = usage + alone.usage
+            value = conditional - unconditional
+            score = 1.0 / (1.0 + math.exp(-value))
+            transform = "1 / (1 + exp(-value)), value = conditional - unconditional"
+        else:
+            value = conditional
+            score = min(1.0, math.exp(value))
+            transform = "exp(value), value = conditional"
+        trace = LikelihoodTrace(
+            list(given.tokens), list(given.logprobs), conditional, unconditional, value, transform
+        )
+        return MetricResult(
+            self.name,
+            score,
+            score >= self.threshold,
+            self.threshold,
+            trace=trace,
+            usage=usage,
+            seconds=time.perf_counter() - start,
+        )

@@ -1,0 +1,52 @@
+"""The likelihood metric's arithmetic on a scripted judge: normalisation, contrast, the
+stated transform, and the prompts it builds (source first, so documents are prefilled once)."""
+
+import math
+
+import pytest
+
+from anvil_local import LLMTestCase
+from anvil_local.errors import MetricDefinitionError
+from anvil_local.metrics.likelihood import LikelihoodMetric
+from anvil_local.registry import metric_from_dict
+from tests.fakes import FakeJudge
+
+CASE = LLMTestCase(input="The bridge closes Monday.", actual_output="Bridge shut Monday", id="b")
+
+
+def test_mean_log_probability_through_exp():
+    judge = FakeJudge(likelihoods={"bridge closes": [-1.0, -2.0, -3.0]})
+    result = LikelihoodMetric("L").run(CASE, judge)
+    assert result.trace.conditional == pytest.approx(-2.0)
+    assert result.score == pytest.approx(math.exp(-2.0))
+    assert result.trace.to_dict()["tokens"] == [["Bridge", -1.0], ["shut", -2.0], ["Monday", -3.0]]
+
+
+def test_sum_normalisation():
+    judge = FakeJudge(likelihoods={"bridge closes": [-0.5, -0.25, -0.25]})
+    result = LikelihoodMetric("L", normalise="sum").run(CASE, judge)
+    assert result.trace.value == pytest.approx(-1.0) and result.score == pytest.approx(math.exp(-1))
+
+
+def test_contrast_subtracts_the_likelihood_without_the_source():
+    # with the document in the prompt: mean -1; without it (the header only): mean -3
+    judge = FakeJudge(likelihoods={"bridge closes": [-1.0] * 3, "": [-3.0] * 3})
+    result = LikelihoodMetric("L", contrast=True).run(CASE, judge)
+    assert result.trace.unconditional == pytest.approx(-3.0)
+    assert result.trace.value == pytest.approx(2.0)
+    assert result.score == pytest.approx(1 / (1 + math.exp(-2.0)))
+    prompts = [prompt for kind, prompt, _ in judge.calls if kind == "likelihood"]
+    assert "bridge closes" in "".join(prompts[0].blocks)
+    assert "bridge closes" not in "".join(prompts[1].blocks)
+    assert all(p.question == "Summarise the Input." for p in prompts)
+
+
+def test_definition_round_trips_and_bad_fields_are_refused():
+    metric = LikelihoodMetric("L", contrast=True, normalise="sum")
+    assert metric_from_dict(metric.to_dict()).to_dict() == metric.to_dict()
+    with pytest.raises(MetricDefinitionError, match="normalise"):
+        LikelihoodMetric("L", normalise="median")
+    with pytest.raises(MetricDefinitionError, match="target"):
+        LikelihoodMetric("L", evaluation_params=["actual_output"])
+    with pytest.raises(MetricDefinitionError, match="unknown likelihood field"):
+        metric_from_dict({"type": "likelihood", "name": "L", "temperature": 1})

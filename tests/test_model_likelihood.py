@@ -1,0 +1,48 @@
+"""Likelihood on the real default model equals a direct computation from the logits of cold
+evaluations, and the document's tokens are reused between summaries of one document."""
+
+import numpy as np
+import pytest
+
+from anvil_local import LLMTestCase
+from anvil_local.judge import Prompt
+from anvil_local.metrics.layout import case_blocks
+from anvil_local.metrics.likelihood import LikelihoodMetric
+from anvil_local.testcase import SingleTurnParams
+
+pytestmark = pytest.mark.model
+
+DOC = "The council voted on Tuesday to close the old bridge on Monday for three weeks of repairs."
+
+
+def direct_logprobs(judge, prompt: Prompt, text: str) -> list[float]:
+    """log-softmax of a cold evaluation ending before each token of `text`."""
+    tokens = judge.prompt_tokens(prompt)
+    answer = judge.runtime.tokenize(text, special=False)
+    values = []
+    for i, token in enumerate(answer):
+        judge.runtime._tokens, judge.runtime._exact = [], 0  # nothing to reuse: cold
+        logits, _, _ = judge.runtime.evaluate(tokens + answer[:i])
+        row = logits.astype(np.float64)
+        top = row.max()
+        values.append(float(row[token] - (top + np.log(np.exp(row - top).sum()))))
+    return values
+
+
+def test_likelihood_equals_the_logits_of_cold_evaluations(judge):
+    case = LLMTestCase(input=DOC, actual_output="The bridge closes Monday for repairs.")
+    prompt = Prompt(case_blocks(case, [SingleTurnParams.INPUT]), "Summarise the Input.")
+    result = judge.likelihood(prompt, case.actual_output)
+    assert list(result.logprobs) == pytest.approx(
+        direct_logprobs(judge, prompt, case.actual_output), abs=1e-5
+    )
+    assert "".join(result.tokens) == case.actual_output
+
+
+def test_summaries_of_one_document_reuse_its_tokens(judge):
+    metric = LikelihoodMetric("L", task="Summarise the Input.")
+    first = metric.run(LLMTestCase(input=DOC, actual_output="The bridge closes."), judge)
+    second = metric.run(LLMTestCase(input=DOC, actual_output="Repairs start Monday."), judge)
+    assert second.usage.reused_tokens > len(DOC.split())  # the document was not read again
+    assert second.usage.evaluated_tokens < first.usage.prompt_tokens / 2
+    assert 0 < first.score < 1 and 0 < second.score < 1
