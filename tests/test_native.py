@@ -123,9 +123,9 @@ def test_a_crash_is_not_cached(default_model_path: Path, monkeypatch):
 def test_eval_reports_a_native_crash_as_one_line_and_exit_2(
     default_model_path: Path, tmp_path: Path, monkeypatch
 ):
-    import anvil_local.judge.judge as judge_module
+    import anvil_local.judge.session as session_module
 
-    monkeypatch.setattr(judge_module, "_JUDGES", {})  # no judge loaded earlier in this process
+    monkeypatch.setattr(session_module, "_LOADED", {})  # no judge loaded earlier in this process
     _sigill_probe(monkeypatch)
     out = tmp_path / "r.jsonl"
     result = CliRunner().invoke(
@@ -133,7 +133,7 @@ def test_eval_reports_a_native_crash_as_one_line_and_exit_2(
         [
             "eval",
             "--metric",
-            str(ROOT / "examples" / "headings.toml"),
+            str(ROOT / "examples" / "headings_llm.toml"),
             "--data",
             str(ROOT / "examples" / "meeting_summaries.jsonl"),
             "--model",
