@@ -192,8 +192,17 @@ def export_id(metric_name: str, node_id: str, verdict: int | None = None) -> str
     return str(uuid.uuid5(namespace, json.dumps(key)))
 
 
+#: Task-node settings DeepEval's TaskNode has no field for: lost in an export.
+NOT_EXPORTED = ("max_tokens", "stop")
+
+
 def graph(data: dict[str, Any]) -> dict[str, Any]:
-    return {"roots": data["roots"], "nodes": data["nodes"]}
+    """The graph part of a metric dict, less what DeepEval's shape cannot hold."""
+    nodes = {
+        node_id: {k: v for k, v in spec.items() if k not in NOT_EXPORTED}
+        for node_id, spec in data["nodes"].items()
+    }
+    return {"roots": data["roots"], "nodes": nodes}
 
 
 def check_deepeval_shape(document: dict[str, Any]) -> list[str]:

@@ -82,7 +82,8 @@ def test_a_shipped_suite_runs(real_data_dir: Path):
         ([], "give --suite NAME, or --data FILE --label labels.NAME --metric FILE"),
         (
             ["--suite", "nope"],
-            "no suite named 'nope'; known suites: qags_xsum, summedits, summeval",
+            "no suite named 'nope'; known suites: qags_xsum, qags_xsum_levers, summedits, "
+            "summedits_levers, summeval, summeval_levers",
         ),
         (
             ["--suite", "summeval", "--metric", "x.toml"],
