@@ -193,6 +193,10 @@ BAD: list[tuple[str, Setup, str]] = [
     ("batch-size 0", options("--batch-size", "0"), "--batch-size"),
     ("n-gpu-layers -2", options("--n-gpu-layers", "-2"), "--n-gpu-layers"),
     ("unknown option", options("--frobnicate"), "--frobnicate"),
+    ("shard out of range", options("--shard", "5/3"), "i must be between 1 and n"),
+    ("shard not i/n", options("--shard", "half"), "a shard is i/n"),
+    ("ray address without ray", options("--ray-address", "x:1"), "--ray-address needs"),
+    ("unknown executor", options("--executor", "spark"), "--executor"),
     # output paths
     ("out is a directory", lambda t: ["--out", str(t)], "is a directory"),
     ("out under a file", lambda t: ["--out", str(write(t / "f", "x") / "r.jsonl")], "r.jsonl"),
