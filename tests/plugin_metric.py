@@ -23,10 +23,6 @@ class KeywordMetric(BaseMetric):
         self.name = name
         self.keywords = list(keywords)
         self.threshold = check_threshold(threshold)
-        self.include_reason = False
-        self.strict_mode = False
-        self.verbose_mode = False
-        self.model = None
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -48,5 +48,5 @@ def test_definition_round_trips_and_bad_fields_are_refused():
         LikelihoodMetric("L", normalise="median")
     with pytest.raises(MetricDefinitionError, match="target"):
         LikelihoodMetric("L", evaluation_params=["actual_output"])
-    with pytest.raises(MetricDefinitionError, match="unknown likelihood field"):
+    with pytest.raises(MetricDefinitionError, match="unknown likelihood metric field"):
         metric_from_dict({"type": "likelihood", "name": "L", "temperature": 1})

@@ -23,6 +23,23 @@ from anvil_local.testcase import LLMTestCase
 REASON_MAX_TOKENS = 80
 
 
+def check_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise MetricDefinitionError("a metric needs a non-empty 'name'")
+    return name
+
+
+def definition_kwargs(data: dict[str, Any], known: set[str], what: str) -> dict[str, Any]:
+    """The keyword arguments a metric dict gives (`type` aside): unknown keys and a missing
+    name are definition errors naming the kind (`what`)."""
+    unknown = sorted(set(data) - known - {"type"})
+    if unknown:
+        raise MetricDefinitionError(f"unknown {what} field(s): {', '.join(unknown)}")
+    if "name" not in data:
+        raise MetricDefinitionError(f"a {what} needs a 'name'")
+    return {k: v for k, v in data.items() if k in known}
+
+
 def check_threshold(threshold: float) -> float:
     if not isinstance(threshold, int | float) or isinstance(threshold, bool):
         raise MetricDefinitionError(f"threshold must be a number, got {threshold!r}")
@@ -37,10 +54,10 @@ class BaseMetric(ABC):
     kind: ClassVar[str] = ""  # the `type` of its dict; set by each registered kind
     name: str
     threshold: float
-    include_reason: bool
-    strict_mode: bool
-    verbose_mode: bool
-    model: Any
+    include_reason: bool = False  # defaults a kind without reasons or a model need not set
+    strict_mode: bool = False
+    verbose_mode: bool = False
+    model: Any = None
 
     score: float | None = None
     success: bool | None = None

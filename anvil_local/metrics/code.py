@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from anvil_local.errors import MetricDefinitionError
-from anvil_local.metrics.base import BaseMetric, MetricResult, check_threshold
+from anvil_local.metrics.base import (
+    BaseMetric,
+    MetricResult,
+    check_name,
+    check_threshold,
+    definition_kwargs,
+)
 from anvil_local.metrics.checks import get_check, run_check
 from anvil_local.metrics.dag.code import _field_text
 from anvil_local.metrics.result import Trace
@@ -43,8 +49,7 @@ class CodeMetric(BaseMetric):
         args: dict[str, Any] | None = None,
         threshold: float = 0.5,
     ) -> None:
-        if not isinstance(name, str) or not name.strip():
-            raise MetricDefinitionError("a metric needs a non-empty 'name'")
+        check_name(name)
         get_check(check)
         self.name = name
         self.check = check
@@ -52,10 +57,6 @@ class CodeMetric(BaseMetric):
         self.source = as_param(source) if source is not None else None
         self.args = dict(args or {})
         self.threshold = check_threshold(threshold)
-        self.include_reason = False
-        self.strict_mode = False
-        self.verbose_mode = False
-        self.model = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -73,14 +74,10 @@ class CodeMetric(BaseMetric):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CodeMetric:
-        known = {"type", "name", "check", "field", "source", "args", "threshold"}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise MetricDefinitionError(f"unknown code metric field(s): {', '.join(unknown)}")
-        for key in ("name", "check"):
-            if key not in data:
-                raise MetricDefinitionError(f"a code metric needs a {key!r}")
-        kwargs = {k: data[k] for k in known - {"type"} if k in data}
+        known = {"name", "check", "field", "source", "args", "threshold"}
+        kwargs = definition_kwargs(data, known, "check metric")
+        if "check" not in kwargs:
+            raise MetricDefinitionError("a check metric needs a 'check'")
         return cls(**kwargs)
 
     def required_params(self) -> list[SingleTurnParams]:

@@ -20,7 +20,13 @@ from anvil_local.cache import digest
 from anvil_local.errors import GenerationError, MetricDefinitionError, MetricTypeError
 from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.session import JudgeSession, as_session
-from anvil_local.metrics.base import BaseMetric, MetricResult, check_threshold
+from anvil_local.metrics.base import (
+    BaseMetric,
+    MetricResult,
+    check_name,
+    check_threshold,
+    definition_kwargs,
+)
 from anvil_local.metrics.layout import case_blocks, fields_phrase
 from anvil_local.metrics.render import probability_lines
 from anvil_local.metrics.result import Trace
@@ -166,8 +172,7 @@ class GEval(BaseMetric):
         model: Any = None,
         verbose_mode: bool = False,
     ) -> None:
-        if not isinstance(name, str) or not name.strip():
-            raise MetricDefinitionError("a metric needs a non-empty 'name'")
+        check_name(name)
         if evaluation_params is None:
             raise MetricDefinitionError(
                 "GEval requires evaluation_params. Provide them at initialization."
@@ -231,10 +236,7 @@ class GEval(BaseMetric):
             "strict_mode",
             "include_reason",
         }
-        unknown = sorted(set(data) - known - {"type"})
-        if unknown:
-            raise MetricDefinitionError(f"unknown GEval field(s): {', '.join(unknown)}")
-        kwargs = {k: v for k, v in data.items() if k in known}
+        kwargs = definition_kwargs(data, known, "GEval")
         if "rubric" in kwargs and kwargs["rubric"] is not None:
             kwargs["rubric"] = [
                 r
@@ -242,8 +244,6 @@ class GEval(BaseMetric):
                 else Rubric(tuple(r.get("score_range", ())), r.get("expected_outcome", ""))
                 for r in kwargs["rubric"]
             ]
-        if "name" not in kwargs:
-            raise MetricDefinitionError("a GEval needs a 'name'")
         return cls(**kwargs)
 
     # -- steps ---------------------------------------------------------------------------

@@ -23,7 +23,13 @@ from typing import Any
 from anvil_local.errors import MetricDefinitionError
 from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.session import as_session
-from anvil_local.metrics.base import BaseMetric, MetricResult, check_threshold
+from anvil_local.metrics.base import (
+    BaseMetric,
+    MetricResult,
+    check_name,
+    check_threshold,
+    definition_kwargs,
+)
 from anvil_local.metrics.layout import case_blocks
 from anvil_local.metrics.result import Trace
 from anvil_local.registry import register_metric
@@ -76,8 +82,7 @@ class LikelihoodMetric(BaseMetric):
         threshold: float = 0.5,
         model: Any = None,
     ) -> None:
-        if not isinstance(name, str) or not name.strip():
-            raise MetricDefinitionError("a metric needs a non-empty 'name'")
+        check_name(name)
         if not isinstance(task, str) or not task.strip():
             raise MetricDefinitionError("'task' must be a non-empty string")
         if normalise not in _NORMALISE:
@@ -91,9 +96,6 @@ class LikelihoodMetric(BaseMetric):
         self.normalise = normalise
         self.contrast = bool(contrast)
         self.threshold = check_threshold(threshold)
-        self.include_reason = False
-        self.strict_mode = False
-        self.verbose_mode = False
         self.model = model
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,12 +121,7 @@ class LikelihoodMetric(BaseMetric):
             "contrast",
             "threshold",
         }
-        unknown = sorted(set(data) - known - {"type"})
-        if unknown:
-            raise MetricDefinitionError(f"unknown likelihood field(s): {', '.join(unknown)}")
-        if "name" not in data:
-            raise MetricDefinitionError("a likelihood metric needs a 'name'")
-        return cls(**{k: data[k] for k in known if k in data})
+        return cls(**definition_kwargs(data, known, "likelihood metric"))
 
     def required_params(self) -> list[SingleTurnParams]:
         return [*self.evaluation_params, self.target]

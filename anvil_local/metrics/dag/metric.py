@@ -13,7 +13,7 @@ from typing import Any
 from anvil_local.errors import MetricDefinitionError, MetricTypeError
 from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.session import JudgeSession, as_session
-from anvil_local.metrics.base import BaseMetric, MetricResult, check_threshold
+from anvil_local.metrics.base import BaseMetric, MetricResult, check_name, check_threshold
 from anvil_local.metrics.dag.codec import dag_metric_kwargs, dag_metric_to_dict
 from anvil_local.metrics.dag.graph import DeepAcyclicGraph
 from anvil_local.metrics.dag.nodes import JudgementNode, NonBinaryJudgementNode, TaskNode
@@ -108,8 +108,7 @@ class DAGMetric(BaseMetric):
         soft_floor: float = 0.01,
         decode_check: bool = False,
     ) -> None:
-        if not isinstance(name, str) or not name.strip():
-            raise MetricDefinitionError("a metric needs a non-empty 'name'")
+        check_name(name)
         if not isinstance(dag, DeepAcyclicGraph):
             raise MetricTypeError(f"dag must be a DeepAcyclicGraph, got {type(dag).__name__}")
         if not dag.required_fields():
