@@ -63,6 +63,10 @@ class _Reads:
             raise MetricDefinitionError(f"no task output {self.reads!r} above this code node")
         return "\n\n".join(_field_text(case, p) for p in self.fields)
 
+    def _value(self, case: LLMTestCase, visible: Visible) -> bool | float:
+        """The node's check on what it reads (code nodes with a `check` and `args`)."""
+        return run_check(self.check, self._text(case, visible), self._source(case), self.args)  # type: ignore[attr-defined]
+
     def _source(self, case: LLMTestCase) -> str | None:
         return _field_text(case, self.source) if self.source is not None else None
 
@@ -128,9 +132,7 @@ class CodeNode(_Reads, BinaryJudgementNode):
 
     def answer(self, asker: Any, visible: Visible) -> Answer:
         start = time.perf_counter()
-        value = run_check(
-            self.check, self._text(asker.case, visible), self._source(asker.case), self.args
-        )
+        value = self._value(asker.case, visible)
         verdict = compare(value, {"at_least": self.at_least, "at_most": self.at_most})
         return Answer(
             self.criteria,
@@ -206,9 +208,7 @@ class CodeChoiceNode(_Reads, NonBinaryJudgementNode):
 
     def answer(self, asker: Any, visible: Visible) -> Answer:
         start = time.perf_counter()
-        value = run_check(
-            self.check, self._text(asker.case, visible), self._source(asker.case), self.args
-        )
+        value = self._value(asker.case, visible)
         if isinstance(value, bool):
             raise MetricDefinitionError(f"check {self.check!r} gives a bool: use a 'code' node")
         index = next((i for i, bound in enumerate(self.bins) if value <= bound), len(self.bins))
