@@ -1,4 +1,4 @@
-"""The on-disk cache: generated G-Eval steps and metric results, in SQLite.
+"""The on-disk cache: generated G-Eval steps, contextual priors and metric results, in SQLite.
 
 Keys are sha256 digests of everything that decides the value (model sha256, canonical metric
 definition, case content), so changing any of them misses. WAL mode and a busy timeout make
@@ -28,6 +28,7 @@ CACHE_VERSION = "2"  # 2: no one-token decode batches (logits as a cold evaluati
 _MIGRATIONS = [
     "CREATE TABLE IF NOT EXISTS steps (key TEXT PRIMARY KEY, steps TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, result TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS priors (key TEXT PRIMARY KEY, prior TEXT NOT NULL)",
 ]
 
 
@@ -119,6 +120,12 @@ class Cache:
 
     def put_steps(self, key: str, steps: list[str]) -> None:
         self._put("steps", "steps", key, steps)
+
+    def get_prior(self, key: str) -> list[float] | None:
+        return self._get("priors", "prior", key)
+
+    def put_prior(self, key: str, prior: list[float]) -> None:
+        self._put("priors", "prior", key, prior)
 
     def get_result(self, key: str) -> dict[str, Any] | None:
         return self._get("results", "result", key)

@@ -294,6 +294,12 @@ def doctor(model: str | None, threads: int | None, no_probe: bool) -> None:
     "--threads", type=click.IntRange(1), default=None, help="CPU threads (default: all cores)."
 )
 @click.option("--progress/--no-progress", default=None, help="Progress lines on stderr.")
+@click.option(
+    "--fit-calibration",
+    is_flag=True,
+    help="Fit each metric's score -> label map on half the documents, report it on the other "
+    "half, and write it into the metric file (per model).",
+)
 def bench(
     suite: str | None,
     data_file: Path | None,
@@ -306,6 +312,7 @@ def bench(
     no_cache: bool,
     threads: int | None,
     progress: bool | None,
+    fit_calibration: bool,
 ) -> None:
     """Measure how well judges (model + metric) agree with human labels, and what they cost."""
     from anvil_local.bench.cli import run_bench
@@ -322,6 +329,7 @@ def bench(
         use_cache=not no_cache,
         threads=threads,
         progress=LineProgress("judging") if (progress is not False) else None,
+        fit_calibration=fit_calibration,
     )
     click.echo(text, nl=False)
 

@@ -124,8 +124,26 @@ def metric_class(kind: Any) -> type:
 
 
 def metric_from_dict(data: dict[str, Any]) -> Any:
-    """The metric a dict describes, by its `type`."""
-    return metric_class(data.get("type")).from_dict(data)
+    """The metric a dict describes, by its `type`. A `calibration` table (fitted maps, any
+    kind) is read here and kept on the metric, outside its definition: a map never changes
+    what is judged, so it is no part of a cache key."""
+    if "calibration" not in data:
+        return metric_class(data.get("type")).from_dict(data)
+    from anvil_local.metrics.calibration import Calibration
+
+    rest = {k: v for k, v in data.items() if k != "calibration"}
+    metric = metric_class(rest.get("type")).from_dict(rest)
+    metric.calibration = Calibration.from_dict(data["calibration"])
+    return metric
+
+
+def metric_definition(metric: Any) -> dict[str, Any]:
+    """What a metric file holds for `metric`: its definition and any fitted calibration."""
+    data = metric.to_dict()
+    calibration = getattr(metric, "calibration", None)
+    if calibration is not None:
+        data["calibration"] = calibration.to_dict()
+    return data
 
 
 def node_kind(kind: Any) -> NodeKind | None:

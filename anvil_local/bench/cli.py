@@ -26,6 +26,18 @@ def _need_bench_extra() -> None:
         ) from exc
 
 
+def _one_label_per_file(specs: Any) -> None:
+    """A file gets one map per model, so it must be compared with one label only."""
+    labels: dict[Path, str] = {}
+    for spec in specs:
+        seen = labels.setdefault(Path(spec.file).resolve(), spec.label)
+        if seen != spec.label:
+            raise DataError(
+                f"{spec.file} is compared with two labels ({seen}, {spec.label}); "
+                "--fit-calibration fits one map per metric file"
+            )
+
+
 def run_bench(
     *,
     suite: str | None,
@@ -39,8 +51,10 @@ def run_bench(
     use_cache: bool,
     threads: int | None = None,
     progress: Any = None,
+    fit_calibration: bool = False,
 ) -> str:
-    """Run a bench and return its Markdown; write the report files when asked."""
+    """Run a bench and return its Markdown; write the report files when asked. With
+    `fit_calibration`, each metric's fitted map is written into its metric file."""
     _need_bench_extra()
     from anvil_local.bench.report import markdown, write_report
     from anvil_local.bench.run import bench
@@ -63,6 +77,8 @@ def run_bench(
         if data_file is None or label is None or not metric_files:
             raise DataError("give --suite NAME, or --data FILE --label labels.NAME --metric FILE")
         specs_in = [MetricSpec(file=Path(f), label=label) for f in metric_files]
+    if fit_calibration:
+        _one_label_per_file(specs_in)
     rows = select(read_cases(Path(data_file)), docs, limit)
     specs = [(load_metric(spec.file), spec) for spec in specs_in]
 
@@ -83,8 +99,18 @@ def run_bench(
         source=str(data_file),
         results_dir=report_dir,
         on_line=on_line,
+        fit_calibration=fit_calibration,
     )
     text = markdown(result)
+    if fit_calibration:
+        from anvil_local.spec.files import write_calibration
+
+        file_of = {metric.name: spec.file for metric, spec in specs}
+        for fit in result.calibrations:
+            write_calibration(file_of[fit.metric], fit.model, fit.entry.to_dict())
+            text += (
+                f"wrote the {fit.model} calibration of {fit.metric!r} to {file_of[fit.metric]}\n"
+            )
     if report_dir is not None:
         paths = write_report(result, report_dir)
         text += f"\nreport: {paths['html']} (also {paths['json'].name}, {paths['markdown'].name})\n"

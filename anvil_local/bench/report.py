@@ -9,17 +9,14 @@ import json
 import math
 from pathlib import Path
 
+from anvil_local.bench.calibrate import markdown as calibration_markdown
 from anvil_local.bench.reference import published
 from anvil_local.bench.run import BenchResult, MetricOutcome
 from anvil_local.bench.stats import Estimate
 
 
 def _fmt(est: object) -> str:
-    if not isinstance(est, Estimate) or math.isnan(est.value):
-        return "-"
-    if math.isnan(est.low):
-        return f"{est.value:.3f}"
-    return f"{est.value:.3f} [{est.low:.2f}, {est.high:.2f}]"
+    return est.text() if isinstance(est, Estimate) else "-"
 
 
 GRADED_COLUMNS = [
@@ -102,6 +99,8 @@ def markdown(result: BenchResult) -> str:
             _table(["model", "statistic", "A", "B", "B - A"], rows),
             "",
         ]
+    if result.calibrations:
+        parts += [calibration_markdown(result.calibrations).strip(), ""]
     refs = sorted(
         {(o.label, j, s, v) for o in result.outcomes for j, s, v in published(o.label, result.data)}
     )

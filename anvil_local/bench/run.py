@@ -14,9 +14,11 @@ from typing import Any
 import numpy as np
 
 from anvil_local.bench import stats
+from anvil_local.bench.calibrate import CalibrationFit, fit_calibration
 from anvil_local.bench.suite import MetricSpec, document_of, label_name, labels_of
 from anvil_local.errors import DataError
 from anvil_local.metrics.base import BaseMetric
+from anvil_local.metrics.calibration import score_input
 from anvil_local.run.dataset import CaseRow
 from anvil_local.run.records import ResultLine
 
@@ -112,6 +114,7 @@ class BenchResult:
     outcomes: list[MetricOutcome]
     comparisons: list[Comparison]
     runs: list[RunCount] = field(default_factory=list)
+    calibrations: list[CalibrationFit] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -124,15 +127,16 @@ class BenchResult:
             "metrics": [o.to_dict() for o in self.outcomes],
             "comparisons": [c.to_dict() for c in self.comparisons],
             "runs": [vars(r) for r in self.runs],
+            "calibrations": [c.to_dict() for c in self.calibrations],
         }
 
 
 def continuous_score(line: ResultLine) -> float | None:
-    """The judge's score as a number: a soft DAG's expected score, otherwise the score."""
-    expected = line.result.trace.get("expected_score")
-    if isinstance(expected, int | float):
-        return float(expected)
-    return line.result.score
+    """The judge's score as a number: a calibrated score, else a soft DAG's expected score,
+    else the score."""
+    if line.result.raw_score is not None:
+        return line.result.score
+    return score_input(line.result)
 
 
 def label_kind(values: np.ndarray) -> str:
@@ -209,14 +213,17 @@ def bench(
     source: str = "",
     results_dir: Path | None = None,
     on_line: Callable[..., None] | None = None,
+    fit_calibration: bool = False,
 ) -> BenchResult:
-    """Score `rows` with every metric on every model, then measure agreement and cost."""
+    """Score `rows` with every metric on every model, then measure agreement and cost; with
+    `fit_calibration`, also fit each metric's score -> label map (see bench.calibrate)."""
     metrics = _distinct(m for m, _ in specs)  # a metric compared with several labels runs once
     for _, spec in specs:  # every label is there before any model work
         labels_of(rows, spec.label, source)
     outcomes: list[MetricOutcome] = []
     comparisons: list[Comparison] = []
     runs: list[RunCount] = []
+    fits: list[CalibrationFit] = []
     for model in models:
         out = None
         if results_dir is not None:
@@ -248,9 +255,41 @@ def bench(
             )
             outcomes.append(outcome)
             series[(metric.name, spec.label)] = (outcome, pred, human, docs)
+            if fit_calibration:
+                fits.append(
+                    _fit(outcome, metric, rows, by_metric.get(metric.name, {}), suite or source)
+                )
         comparisons += _compare(model_name, series)
     docs = {document_of(r) for r in rows}
-    return BenchResult(suite, source, len(rows), len(docs), outcomes, comparisons, runs)
+    return BenchResult(suite, source, len(rows), len(docs), outcomes, comparisons, runs, fits)
+
+
+def _fit(
+    outcome: MetricOutcome,
+    metric: BaseMetric,
+    rows: list[CaseRow],
+    lines: dict[str, ResultLine],
+    source: str,
+) -> CalibrationFit:
+    """The metric's map fitted on one fold of its raw scores, checked on the other."""
+    all_labels = labels_of(rows, outcome.label, source)
+    kept = [(row, h) for row, h in zip(rows, all_labels, strict=True) if row.case_id in lines]
+    kept = [(row, h) for row, h in kept if score_input(lines[row.case_id].result) is not None]
+    raw = np.asarray([score_input(lines[row.case_id].result) for row, _ in kept], dtype=float)
+    first = lines[kept[0][0].case_id]
+    return fit_calibration(
+        model=outcome.model,
+        sha256=first.model_sha256,
+        metric=metric.name,
+        label=outcome.label,
+        kind=outcome.kind,
+        raw=raw,
+        human=np.asarray([h for _, h in kept]),
+        docs=[document_of(row) for row, _ in kept],
+        threshold=metric.threshold,
+        label_range=(float(all_labels.min()), float(all_labels.max())),
+        source=Path(source).name if source else "",
+    )
 
 
 def _compare(model: str, series: dict[tuple[str, str], tuple]) -> list[Comparison]:

@@ -44,6 +44,14 @@ class Estimate:
 
         return {"value": clean(self.value), "low": clean(self.low), "high": clean(self.high)}
 
+    def text(self) -> str:
+        """ "0.412 [0.31, 0.52]", the value alone without an interval, "-" when undefined."""
+        if math.isnan(self.value):
+            return "-"
+        if math.isnan(self.low):
+            return f"{self.value:.3f}"
+        return f"{self.value:.3f} [{self.low:.2f}, {self.high:.2f}]"
+
 
 def _quiet(fn: Callable[[], float]) -> float:
     with warnings.catch_warnings():

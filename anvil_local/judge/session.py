@@ -29,6 +29,8 @@ class StepsStore(Protocol):
 
     def get_steps(self, key: str) -> list[str] | None: ...
     def put_steps(self, key: str, steps: list[str]) -> None: ...
+    def get_prior(self, key: str) -> list[float] | None: ...
+    def put_prior(self, key: str, prior: list[float]) -> None: ...
 
 
 class JudgeSession:
@@ -46,6 +48,7 @@ class JudgeSession:
         self.model: ResolvedModel = model if model is not None else judge.model
         self.steps_store = steps
         self._steps: dict[str, list[str]] = {}
+        self._priors: dict[str, list[float]] = {}
 
     @property
     def judge(self) -> Any:
@@ -94,6 +97,23 @@ class JudgeSession:
                 self.steps_store.put_steps(key, steps)
         self._steps[key] = steps
         return steps
+
+    def remembered_prior(
+        self, key: str, make: Callable[[], list[float]]
+    ) -> tuple[list[float], bool]:
+        """A contextual prior under `key` (from this session, else the store, else made and
+        kept); also whether it was made now (its tokens then count for the caller)."""
+        prior = self._priors.get(key)
+        store = self.steps_store if hasattr(self.steps_store, "get_prior") else None
+        if prior is None and store is not None:
+            prior = store.get_prior(key)
+        made = prior is None
+        if prior is None:
+            prior = make()
+            if store is not None:
+                store.put_prior(key, prior)
+        self._priors[key] = prior
+        return prior, made
 
 
 _LOADED: dict[tuple[str, str, JudgeSettings], Any] = {}

@@ -58,6 +58,7 @@ class BaseMetric(ABC):
     strict_mode: bool = False
     verbose_mode: bool = False
     model: Any = None
+    calibration: Any = None  # fitted score maps by model (metrics.calibration.Calibration)
 
     score: float | None = None
     success: bool | None = None
@@ -94,7 +95,12 @@ class BaseMetric(ABC):
         """DeepEval's entry point: judge the case, set score/success/reason, return the score.
         `judge` is a session, a Judge, or a model name/path (default: the metric's `model`,
         else the catalogue default)."""
-        result = self.run(test_case, as_session(judge, self.model))
+        session = as_session(judge, self.model)
+        result = self.run(test_case, session)
+        if self.calibration is not None:
+            from anvil_local.metrics.calibration import calibrate
+
+            result = calibrate(self, result, session.model.name, session.model.sha256)
         self.result = result
         self.score = result.score
         self.success = result.success

@@ -18,7 +18,9 @@ from typing import Any
 
 from anvil_local.cache import digest
 from anvil_local.errors import GenerationError, MetricDefinitionError, MetricTypeError
+from anvil_local.judge.options import argmax_first
 from anvil_local.judge.prompt import Prompt
+from anvil_local.judge.results import ChoiceResult, ScoreResult
 from anvil_local.judge.session import JudgeSession, as_session
 from anvil_local.metrics.base import (
     BaseMetric,
@@ -26,6 +28,15 @@ from anvil_local.metrics.base import (
     check_name,
     check_threshold,
     definition_kwargs,
+)
+from anvil_local.metrics.calibration import content_free_case, contextual_choose
+from anvil_local.metrics.examples import (
+    Example,
+    examples_block,
+    examples_to_list,
+    parse_examples,
+    score_check,
+    yes_no_check,
 )
 from anvil_local.metrics.layout import case_blocks, fields_phrase
 from anvil_local.metrics.render import probability_lines
@@ -128,6 +139,8 @@ class GEvalTrace(Trace):
     most_likely: int | None = None
     verdict: str | None = None  # strict mode
     probabilities: dict[str, float] | None = None  # strict mode
+    raw: dict[str, float] | None = None  # contextual calibration: the judge's own distribution
+    prior: dict[str, float] | None = None  # ... and the content-free one divided out
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": "geval", "steps": self.steps}
@@ -140,6 +153,8 @@ class GEvalTrace(Trace):
                 weighted=self.weighted,
                 most_likely=self.most_likely,
             )
+        if self.prior is not None:
+            data.update(uncalibrated=self.raw, prior=self.prior)
         return data
 
     def lines(self) -> list[str]:
@@ -152,6 +167,9 @@ class GEvalTrace(Trace):
         else:
             lines.append("  strict verdict:")
             lines += probability_lines(self.probabilities or {}, self.verdict)
+        if self.prior is not None:
+            lines.append("  contextual calibration divided out this content-free prior:")
+            lines += probability_lines(self.prior, None)
         return lines
 
 
@@ -171,6 +189,8 @@ class GEval(BaseMetric):
         include_reason: bool = True,
         model: Any = None,
         verbose_mode: bool = False,
+        examples: Sequence[dict[str, Any] | Example] | None = None,
+        contextual_calibration: bool = False,
     ) -> None:
         check_name(name)
         if evaluation_params is None:
@@ -206,6 +226,14 @@ class GEval(BaseMetric):
         self.include_reason = bool(include_reason)
         self.model = model
         self.verbose_mode = bool(verbose_mode)
+        lo, hi = self.score_range
+        self.examples = parse_examples(
+            examples,
+            "verdict" if self.strict_mode else "score",
+            yes_no_check if self.strict_mode else score_check(lo, hi),
+            f"GEval {name!r}",
+        )
+        self.contextual_calibration = bool(contextual_calibration)
         self.steps_generated = 0  # how many times this object asked the judge for steps
 
     # -- definition ----------------------------------------------------------------------
@@ -221,8 +249,13 @@ class GEval(BaseMetric):
             "threshold": self.threshold,
             "strict_mode": self.strict_mode,
             "include_reason": self.include_reason,
+            "examples": examples_to_list(self.examples, self._answer_key()),
+            "contextual_calibration": self.contextual_calibration or None,
         }
         return {k: v for k, v in data.items() if v is not None}
+
+    def _answer_key(self) -> str:
+        return "verdict" if self.strict_mode else "score"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GEval:
@@ -235,6 +268,8 @@ class GEval(BaseMetric):
             "threshold",
             "strict_mode",
             "include_reason",
+            "examples",
+            "contextual_calibration",
         }
         kwargs = definition_kwargs(data, known, "GEval")
         if "rubric" in kwargs and kwargs["rubric"] is not None:
@@ -296,6 +331,37 @@ class GEval(BaseMetric):
             lines += [r.line() for r in self.rubric]
         return "\n".join(lines) + "\n\n"
 
+    def _blocks(self, case: LLMTestCase, steps: list[str]) -> tuple[str, ...]:
+        """Header, worked examples, the case, then the definition: the examples are the same
+        text on every case, so the KV cache keeps them."""
+        header, *fields = case_blocks(case, self.evaluation_params)
+        examples = examples_block(self.examples, self.name)
+        return (header, *examples, *fields, self._definition_block(steps))
+
+    def _choose(
+        self, session: JudgeSession, case: LLMTestCase, steps: list[str], options: list[str]
+    ):
+        """The judge's choice among `options`, calibrated when asked: (choice, raw, prior)."""
+        prompt = Prompt(self._blocks(case, steps), self._question(), case.label)
+        if not self.contextual_calibration:
+            if self.strict_mode:
+                return session.choose(prompt, options), None, None
+            lo, hi = self.score_range
+            scored = session.score(prompt, lo, hi)
+            best = argmax_first(scored.probabilities)
+            choice = ChoiceResult(
+                tuple(options), scored.probabilities, best, scored.usage, scored.seconds
+            )
+            return choice, None, None
+        free = Prompt(
+            self._blocks(content_free_case(self.evaluation_params), steps), self._question()
+        )
+        found = contextual_choose(session, prompt, free, options)
+        return found.choice, found.raw, found.prior
+
+    def _question(self) -> str:
+        return self.strict_question() if self.strict_mode else self.score_question()
+
     def _fields(self) -> str:
         return fields_phrase(self.evaluation_params)
 
@@ -319,25 +385,27 @@ class GEval(BaseMetric):
         case.require(self.evaluation_params, self.name)
         session = as_session(session, self.model)
         steps = self.steps_for(session)
-        blocks = (*case_blocks(case, self.evaluation_params), self._definition_block(steps))
+        blocks = self._blocks(case, steps)
         lo, hi = self.score_range
         trace = GEvalTrace(steps)
+        options = ["Yes", "No"] if self.strict_mode else [str(v) for v in range(lo, hi + 1)]
+        choice, raw, prior = self._choose(session, case, steps, options)
+        usage = choice.usage
+        if raw is not None and prior is not None:
+            trace.raw = dict(zip(options, raw, strict=True))
+            trace.prior = dict(zip(options, prior, strict=True))
         if self.strict_mode:
-            prompt = Prompt(blocks, self.strict_question(), case.label)
-            choice = session.choose(prompt, ["Yes", "No"])
             score = 1.0 if choice.choice == "Yes" else 0.0
             trace.verdict, trace.probabilities = choice.choice, choice.distribution()
-            usage = choice.usage
             summary = f"verdict {choice.choice} (P(Yes) = {choice.probabilities[0]:.3f})"
         else:
-            result = session.score(Prompt(blocks, self.score_question(), case.label), lo, hi)
+            result = ScoreResult(lo, hi, choice.probabilities, choice.usage, choice.seconds)
             weighted = result.weighted
             score = normalise(weighted, lo, hi)
             trace.score_range = (lo, hi)
             trace.distribution = {str(k): v for k, v in result.distribution().items()}
             trace.weighted = weighted
             trace.most_likely = result.most_likely
-            usage = result.usage
             summary = f"score {weighted:.2f} on {lo}-{hi}"
         question = (
             f"The evaluation gave {summary}. In one or two sentences, give the reason for "

@@ -46,23 +46,26 @@ class MetricResult:
     usage: Usage = field(default_factory=Usage)
     seconds: float = 0.0
     error: str | None = None
+    raw_score: float | None = None  # the score before a fitted calibration map, if one applied
 
     def __post_init__(self) -> None:
         if isinstance(self.trace, dict):
             self.trace = RawTrace(self.trace)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "score": self.score,
-            "success": self.success,
-            "threshold": self.threshold,
-            "reason": self.reason,
-            "trace": self.trace.to_dict(),
-            "tokens": self.usage.to_dict(),
-            "seconds": round(self.seconds, 4),
-            "error": self.error,
-        }
+        data: dict[str, Any] = {"metric": self.metric, "score": self.score}
+        if self.raw_score is not None:
+            data["raw_score"] = self.raw_score
+        data.update(
+            success=self.success,
+            threshold=self.threshold,
+            reason=self.reason,
+            trace=self.trace.to_dict(),
+            tokens=self.usage.to_dict(),
+            seconds=round(self.seconds, 4),
+            error=self.error,
+        )
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MetricResult:
@@ -78,4 +81,5 @@ class MetricResult:
             usage=Usage(**{k: int(v) for k, v in tokens.items()}),
             seconds=float(data.get("seconds") or 0.0),
             error=data.get("error"),
+            raw_score=data.get("raw_score"),
         )

@@ -18,6 +18,7 @@ from anvil_local.errors import DataError, WorkerCrash
 from anvil_local.judge.model import ResolvedModel
 from anvil_local.judge.settings import JudgeSettings
 from anvil_local.metrics.base import BaseMetric
+from anvil_local.metrics.calibration import calibrate
 from anvil_local.metrics.result import MetricResult
 from anvil_local.run.dataset import CaseRow, rows_from_cases
 from anvil_local.run.executors import Executor, make_executor
@@ -128,6 +129,7 @@ def _run(
 
     def emit(row: CaseRow, index: int, result: MetricResult, cached: bool) -> None:
         model = plan.model
+        result = calibrate(plan.metrics[index], result, model.name, model.sha256)
         line = ResultLine(row.position, row.case_id, result, model.name, model.sha256, cached)
         outcome.lines.append(line)
         item = Judged(row, plan.metrics[index], line)

@@ -18,6 +18,7 @@ from anvil_local.cache import Cache
 from anvil_local.errors import DataError
 from anvil_local.judge.model import ResolvedModel
 from anvil_local.metrics.base import BaseMetric
+from anvil_local.metrics.calibration import uncalibrated
 from anvil_local.run.dataset import CaseRow
 from anvil_local.run.output import ResultWriter
 from anvil_local.run.plan import Pair, Plan, result_key
@@ -110,7 +111,7 @@ class CacheSink(BaseSink):
         if line.cached or line.result.error is not None:
             return
         key = result_key(self.model.sha256, item.metric, item.row.case, self.include_reason)
-        self.cache.put_result(key, line.result.to_dict())
+        self.cache.put_result(key, uncalibrated(line.result).to_dict())
 
 
 class ProgressSink(BaseSink):

@@ -63,3 +63,43 @@ def dump_metric(metric: Any, path: str | Path) -> None:
     Path(path).write_text(
         json.dumps(metric.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
+
+
+def write_calibration(path: str | Path, model: str, entry: dict[str, Any]) -> None:
+    """Put a fitted calibration map for `model` into a metric file, replacing that model's
+    old map. A JSON file is rewritten; a TOML file keeps its text (comments included) and
+    gets a `[calibration."MODEL"]` table at its end. The file is read back before it is
+    replaced, and left as it was if the new text does not hold exactly this map."""
+    path = Path(path)
+    read_metric_dict(path)  # the file is a valid metric file now
+    text = path.read_text(encoding="utf-8-sig")
+    if path.suffix.lower() == ".json":
+        data = json.loads(text)
+        data.setdefault("calibration", {})[model] = entry
+        new = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    else:
+        header = f"[calibration.{json.dumps(model)}]"
+        body = "\n".join(f"{key} = {json.dumps(value)}" for key, value in entry.items())
+        new = _without_table(text, header).rstrip("\n") + f"\n\n{header}\n{body}\n"
+    try:
+        written = tomllib.loads(new) if path.suffix.lower() == ".toml" else json.loads(new)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise MetricFileError(f"{path}: cannot add the calibration table: {exc}") from exc
+    if written.get("calibration", {}).get(model) != entry:
+        raise MetricFileError(f"{path}: the calibration for {model!r} did not read back")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(new, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _without_table(text: str, header: str) -> str:
+    """The TOML text minus one table: its header line up to the next table header."""
+    lines = text.splitlines(keepends=True)
+    out, skipping = [], False
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith("["):
+            skipping = stripped == header
+        if not skipping:
+            out.append(line)
+    return "".join(out)

@@ -14,11 +14,13 @@ from anvil_local.errors import MetricDefinitionError, MetricTypeError
 from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.session import JudgeSession, as_session
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_name, check_threshold
+from anvil_local.metrics.calibration import CONTENT_FREE, content_free_case, contextual_choose
 from anvil_local.metrics.dag.codec import dag_metric_kwargs, dag_metric_to_dict
 from anvil_local.metrics.dag.graph import DeepAcyclicGraph
 from anvil_local.metrics.dag.nodes import JudgementNode, NonBinaryJudgementNode, TaskNode
 from anvil_local.metrics.dag.trace import DagTrace, TaskStep, WalkSummary
-from anvil_local.metrics.dag.walk import Answer, Visible, WalkResult, walk
+from anvil_local.metrics.dag.walk import Answer, TaskOutput, Visible, WalkResult, walk
+from anvil_local.metrics.examples import examples_block
 from anvil_local.metrics.layout import case_blocks
 from anvil_local.registry import register_metric
 from anvil_local.testcase import LLMTestCase, SingleTurnParams
@@ -41,6 +43,14 @@ def visible_blocks(visible: Visible) -> tuple[str, ...]:
     return tuple(f"{o.label.strip()}:\n{o.text.strip()}\n\n" for o in visible)
 
 
+def _with_examples(blocks: tuple[str, ...], node: Any) -> tuple[str, ...]:
+    """A node's worked examples go right after the header, before the case."""
+    examples = examples_block(getattr(node, "examples", None), "the question at the end")
+    if not examples:
+        return blocks
+    return (blocks[0], *examples, *blocks[1:])
+
+
 class _JudgeAsker:
     """Turns walk requests into judge calls on one case."""
 
@@ -53,11 +63,20 @@ class _JudgeAsker:
     ) -> None:
         self.case = case
         self._judge = session
+        self.params = params
         self.blocks = case_blocks(case, params)
         self.decode_check = decode_check
 
-    def _prompt(self, visible: Visible, question: str) -> Prompt:
-        return Prompt(self.blocks + visible_blocks(visible), question, self.case.label)
+    def _prompt(self, visible: Visible, question: str, node: Any = None) -> Prompt:
+        return Prompt(
+            _with_examples(self.blocks, node) + visible_blocks(visible), question, self.case.label
+        )
+
+    def _content_free(self, node: JudgementNode, visible: Visible, question: str) -> Prompt:
+        """The node's prompt with every case field and task output replaced by "N/A"."""
+        blocks = case_blocks(content_free_case(self.params), self.params)
+        free = tuple(TaskOutput(o.label, CONTENT_FREE, o.rank) for o in visible)
+        return Prompt(_with_examples(blocks, node) + visible_blocks(free), question)
 
     def task(self, node: TaskNode, visible: Visible) -> Answer:
         question = task_question(node)
@@ -74,8 +93,14 @@ class _JudgeAsker:
 
     def judge(self, node: JudgementNode, visible: Visible) -> Answer:
         question = judgement_question(node)
-        prompt = self._prompt(visible, question)
-        result = self._judge.choose(prompt, node.options())
+        prompt = self._prompt(visible, question, node)
+        raw = prior = None
+        if node.contextual_calibration:
+            free = self._content_free(node, visible, question)
+            found = contextual_choose(self._judge, prompt, free, node.options())
+            result, raw, prior = found.choice, found.raw, found.prior
+        else:
+            result = self._judge.choose(prompt, node.options())
         decoded = self._judge.decode_choice(prompt, node.options()) if self.decode_check else None
         return Answer(
             question,
@@ -85,6 +110,8 @@ class _JudgeAsker:
             probabilities=result.probabilities,
             index=result.index,
             decoded=decoded,
+            raw=raw,
+            prior=prior,
         )
 
     def metric(self, metric: Any) -> MetricResult:

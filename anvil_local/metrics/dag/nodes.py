@@ -18,6 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from anvil_local.errors import MetricDefinitionError, MetricTypeError
+from anvil_local.metrics.examples import (
+    examples_to_list,
+    option_check,
+    parse_examples,
+    yes_no_check,
+)
 from anvil_local.registry import register_node
 from anvil_local.testcase import SingleTurnParams, as_param
 
@@ -187,9 +193,14 @@ class JudgementNode:
     children: list[VerdictNode] = field(default_factory=list)
     evaluation_params: list[SingleTurnParams] | None = None
     label: str | None = None
+    #: worked cases shown before the case (metrics.examples); checked against the verdicts
+    examples: Any = None
+    #: divide the verdict distribution by its content-free prior (metrics.calibration)
+    contextual_calibration: bool = False
 
     def __post_init__(self) -> None:
         _text(self.criteria, f"A {type(self).__name__}'s 'criteria'")
+        self.contextual_calibration = bool(self.contextual_calibration)
         self.children = list(self.children)
         self.evaluation_params = _params(self.evaluation_params)
         if self.children:
@@ -212,7 +223,13 @@ class JudgementNode:
             else:
                 item["then"] = name_of(child.child)
             verdicts.append(item)
-        return {"type": self.kind, "criteria": self.criteria, "verdicts": verdicts}  # type: ignore[attr-defined]
+        spec: dict[str, Any] = {"type": self.kind, "criteria": self.criteria}  # type: ignore[attr-defined]
+        if self.examples:
+            spec["examples"] = examples_to_list(self.examples, "verdict")
+        if self.contextual_calibration:
+            spec["contextual_calibration"] = True
+        spec["verdicts"] = verdicts
+        return spec
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any], label: str) -> JudgementNode:
@@ -220,7 +237,14 @@ class JudgementNode:
             criteria=spec.get("criteria"),  # type: ignore[arg-type]
             evaluation_params=spec.get("evaluation_params"),
             label=label,
+            examples=spec.get("examples"),
+            contextual_calibration=spec.get("contextual_calibration", False),
         )
+
+    def check_examples(self, check: Any) -> None:
+        """Examples as Example objects, each answer one of this node's verdicts."""
+        what = f"{type(self).__name__} {self.label or self.criteria[:40]!r}"
+        self.examples = parse_examples(self.examples, "verdict", check, what)
 
     def link(self, spec: dict[str, Any], ref: Ref) -> None:
         verdicts = spec.get("verdicts")
@@ -248,7 +272,14 @@ class JudgementNode:
         raise NotImplementedError
 
 
-_JUDGEMENT_FIELDS = {"criteria", "verdicts", "evaluation_params", "label"}
+_JUDGEMENT_FIELDS = {
+    "criteria",
+    "verdicts",
+    "evaluation_params",
+    "label",
+    "examples",
+    "contextual_calibration",
+}
 
 
 @register_node("binary", _JUDGEMENT_FIELDS)
@@ -271,6 +302,7 @@ class BinaryJudgementNode(JudgementNode):
             raise MetricDefinitionError(
                 "BinaryJudgementNode must have one True and one False VerdictNode child."
             )
+        self.check_examples(yes_no_check)
 
     def options(self) -> list[str]:
         return ["Yes", "No"]
@@ -304,6 +336,7 @@ class NonBinaryJudgementNode(JudgementNode):
                     "NonBinaryJudgementNode."
                 )
             seen.add(key)
+        self.check_examples(option_check(self.options()))
 
     def options(self) -> list[str]:
         return [c.verdict for c in self.children]  # type: ignore[misc]

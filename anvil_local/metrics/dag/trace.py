@@ -62,6 +62,8 @@ class ChoiceStep:
     seconds: float
     decoded: str | None = None  # a grammar-constrained greedy decode's answer, when asked
     value: Any = None  # the value a code node computed
+    raw: dict[str, float] | None = None  # contextual calibration: the judge's own distribution
+    prior: dict[str, float] | None = None  # ... and the content-free prior divided out
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -71,6 +73,8 @@ class ChoiceStep:
             "verdict": self.verdict,
             "probabilities": self.probabilities,
         }
+        if self.prior is not None:
+            data.update(uncalibrated=self.raw, prior=self.prior)
         if self.decoded is not None:
             data["decoded"] = self.decoded
         if self.value is not None:
@@ -87,6 +91,9 @@ class ChoiceStep:
             lines.append(f"     computed value: {self.value}")
             return lines
         lines += probability_lines(self.probabilities, self.verdict)
+        if self.prior is not None:
+            lines.append("     content-free prior divided out of these:")
+            lines += probability_lines(self.prior)
         if self.decoded is not None:
             agree = "agrees" if self.decoded == self.verdict else "DIFFERS"
             lines.append(f"     grammar-constrained greedy decode: {self.decoded!r} ({agree})")

@@ -49,6 +49,8 @@ class Answer:
     decoded: str | None = None  # a grammar-constrained greedy decode's answer, when asked for
     value: Any = None  # what a code node computed
     truncated: bool = False  # a task output cut by its token budget
+    raw: tuple[float, ...] | None = None  # contextual calibration: the judge's own distribution
+    prior: tuple[float, ...] | None = None  # ... and the content-free prior divided out
 
 
 class Asker(Protocol):
@@ -209,4 +211,10 @@ def _judge_step(node_id: str, node: JudgementNode, answer: Answer, index: int) -
         seconds=answer.seconds,
         decoded=answer.decoded,
         value=answer.value,
+        raw=_by_option(answer, answer.raw),
+        prior=_by_option(answer, answer.prior),
     )
+
+
+def _by_option(answer: Answer, values: tuple[float, ...] | None) -> dict[str, float] | None:
+    return None if values is None else dict(zip(answer.options, values, strict=True))
