@@ -1,8 +1,8 @@
 """The process-pool executor: N worker processes, each loading the model once.
 
-Workers take whole prefix groups from a queue and send back a message per pair ("start",
-then "result"), so when a worker dies the pair it was judging is named, recorded as an error
-line, and the run stops with WorkerCrash after keeping every result that reached the queue.
+Workers take whole prefix groups from a queue ("take") and send back a message per pair
+("start", then "result"), so when a worker dies the pair it was judging is named and recorded
+as an error line, and the rest of its group is handed, once, to a fresh worker.
 """
 
 from __future__ import annotations
@@ -76,20 +76,28 @@ def _worker(
         if task is None:
             results.put(("exit", number))
             return
+        task_id, wire = task
+        results.put(("take", (number, task_id)))
         try:
-            judge_group(group_from_wire(task), metrics, session, include_reason, deliver, on_start)
+            judge_group(group_from_wire(wire), metrics, session, include_reason, deliver, on_start)
         except (ModelLoadError, NativeCrash) as exc:  # the model loads on first use
             results.put(("fatal", str(exc)))
             return
 
 
 class _Workers:
-    """The worker processes of one run and what each is doing, to name a crash precisely."""
+    """The worker processes of one run and what each is doing, to name a crash precisely
+    and to hand a dead worker's unfinished pairs to a fresh one."""
 
-    def __init__(self, processes: list[Any]) -> None:
-        self.processes = processes
-        self.exited: set[int] = set()
-        self.current: dict[int, tuple[int, int]] = {}
+    def __init__(self, start: Any) -> None:
+        self.start = start  # number -> a started process
+        self.processes: list[Any] = []
+        self.exited: set[int] = set()  # said goodbye, or crashed and dealt with
+        self.current: dict[int, tuple[int, int]] = {}  # number -> (position, metric) judging
+        self.holding: dict[int, int] = {}  # number -> id of the task it took
+
+    def add(self) -> None:
+        self.processes.append(self.start(len(self.processes)))
 
     def crashed(self) -> tuple[int, Any] | None:
         """The first worker that stopped without saying goodbye, if any."""
@@ -97,6 +105,20 @@ class _Workers:
             if number not in self.exited and process.exitcode is not None:
                 return number, process
         return None
+
+    def alive(self) -> list[int]:
+        return [n for n in range(len(self.processes)) if n not in self.exited]
+
+
+#: What a signal that killed a worker most likely means.
+_CAUSES = {
+    signal.SIGKILL: "killed: out of memory (the kernel's OOM killer) or kill -9",
+    signal.SIGILL: "a CPU instruction this machine cannot run; `anvil doctor` checks the "
+    "native library",
+    signal.SIGSEGV: "a crash in native code",
+    signal.SIGBUS: "a crash in native code (or a model file changed while mapped)",
+    signal.SIGTERM: "stopped from outside",
+}
 
 
 def crash_message(
@@ -110,22 +132,26 @@ def crash_message(
 
     code = process.exitcode
     how = f"crashed with {describe_signal(-code)}" if code < 0 else f"exited with status {code}"
+    cause = _CAUSES.get(-code) if code < 0 else None  # type: ignore[call-overload]
     where = ""
     if doing is not None:
         row = by_position[doing[0]]
         where = f" while judging case {row.case_id!r} with metric {metrics[doing[1]].name!r}"
-    return (
-        f"worker {number + 1} (pid {process.pid}) {how}{where}; the results written so far are "
-        "kept and a re-run resumes after them; `anvil doctor` checks the native library"
-    )
+    because = f" ({cause})" if cause else ""
+    return f"worker {number + 1} (pid {process.pid}) {how}{where}{because}"
 
 
 def crash_result(metric: BaseMetric, message: str) -> MetricResult:
-    error = message.split(";", 1)[0]
-    return MetricResult(metric.name, None, None, metric.threshold, error=error)
+    return MetricResult(metric.name, None, None, metric.threshold, error=message)
 
 
 class PoolExecutor:
+    """Worker processes over a shared queue of prefix groups. A worker that dies is named with
+    its signal and likely cause; the pair it was judging becomes an error line and the rest
+    of its group goes, once, to a fresh worker. A group that kills its second worker too ends
+    the run (WorkerCrash), keeping everything judged so far. A run with a crash raises
+    WorkerCrash at its end even when every other pair was judged."""
+
     def __init__(self, jobs: int) -> None:
         self.jobs = self.workers = jobs
 
@@ -145,23 +171,25 @@ class PoolExecutor:
         ctx = mp.get_context("spawn")
         tasks, results = ctx.Queue(), ctx.Queue()
         by_position = {item.row.position: item.row for group in plan.groups for item in group}
-        for group in plan.groups:
-            tasks.put(group_to_wire(group))
-        count = min(self.jobs, len(plan.groups))
-        workers = _Workers(
-            [
-                ctx.Process(
-                    target=_worker,
-                    daemon=True,
-                    args=(n, model, wires, plan.include_reason, tasks, results),
-                )
-                for n in range(count)
-            ]
-        )
-        for _ in range(count):
-            tasks.put(None)
-        for process in workers.processes:
+        groups = dict(enumerate(plan.groups))  # task id -> the pairs it holds
+        for task_id, group in groups.items():
+            tasks.put((task_id, group_to_wire(group)))
+        pending = {(i.row.position, m) for group in plan.groups for i in group for m in i.metrics}
+        retried: set[int] = set()  # task ids that are already a second attempt
+        crashes: list[str] = []
+
+        def start(number: int) -> Any:
+            process = ctx.Process(
+                target=_worker,
+                daemon=True,
+                args=(number, model, wires, plan.include_reason, tasks, results),
+            )
             process.start()
+            return process
+
+        workers = _Workers(start)
+        for _ in range(min(self.jobs, len(plan.groups))):
+            workers.add()
 
         def handle(kind: str, payload: Any) -> bool:
             """Apply one message; True when the run must stop (fail-fast)."""
@@ -170,17 +198,55 @@ class PoolExecutor:
             if kind == "exit":
                 workers.exited.add(payload)
                 workers.current.pop(payload, None)
+            elif kind == "take":
+                number, task_id = payload
+                workers.holding[number] = task_id
             elif kind == "start":
                 number, position, index = payload
                 workers.current[number] = (position, index)
             else:
                 number, position, index, result = payload
                 workers.current.pop(number, None)
+                pending.discard((position, index))
                 return deliver(position, index, result)
             return False
 
+        def drain() -> bool:
+            """Apply every message already queued (results sent before a crash)."""
+            while True:
+                try:
+                    kind, payload = results.get(timeout=0.2)
+                except queue.Empty:
+                    return False
+                if handle(kind, payload):
+                    return True
+
+        def recover(number: int, process: Any) -> bool:
+            """Deal with a dead worker; True when the run must stop (fail-fast)."""
+            workers.exited.add(number)
+            doing = workers.current.pop(number, None)
+            message = crash_message(number, process, doing, by_position, plan.metrics)
+            task_id = workers.holding.pop(number, None)
+            if doing is not None:  # the pair it was judging is recorded as an error
+                pending.discard(doing)
+                if deliver(doing[0], doing[1], crash_result(plan.metrics[doing[1]], message)):
+                    return True
+            rest = _unfinished(groups.get(task_id, []), pending) if task_id is not None else []
+            if task_id in retried:
+                crashes.append(message)
+                raise WorkerCrash(_crash_summary(crashes, stopped=True))
+            crashes.append(message)
+            if rest:
+                retry_id = len(groups)
+                groups[retry_id] = rest
+                retried.add(retry_id)
+                tasks.put((retry_id, group_to_wire(rest)))
+            if rest or (pending and not workers.alive()):
+                workers.add()
+            return False
+
         try:
-            while len(workers.exited) < count:
+            while pending:
                 try:
                     kind, payload = results.get(timeout=0.5)
                 except queue.Empty:
@@ -190,25 +256,44 @@ class PoolExecutor:
                 crash = workers.crashed()
                 if crash is None:
                     continue
-                # keep every result that reached the queue before reporting the crash
-                while True:
-                    try:
-                        kind, payload = results.get(timeout=0.2)
-                    except queue.Empty:
-                        break
-                    if handle(kind, payload):
-                        return
+                if drain():  # keep every result that reached the queue first
+                    return
                 if crash[0] in workers.exited:
                     continue  # its goodbye was still in the queue: a normal exit
-                number, process = crash
-                doing = workers.current.get(number)
-                message = crash_message(number, process, doing, by_position, plan.metrics)
-                if doing is not None:  # the pair it was judging is recorded as an error
-                    deliver(doing[0], doing[1], crash_result(plan.metrics[doing[1]], message))
-                raise WorkerCrash(message)
+                if recover(*crash):
+                    return
+            for _ in workers.alive():
+                tasks.put(None)  # every pair is judged: let the workers say goodbye
+            for process in workers.processes:
+                process.join(timeout=5)
+            if crashes:
+                raise WorkerCrash(_crash_summary(crashes, stopped=False))
         finally:
             for process in workers.processes:
                 if process.is_alive():
                     process.terminate()
             for process in workers.processes:
                 process.join(timeout=5)
+
+
+def _unfinished(group: WorkGroup, pending: set[tuple[int, int]]) -> WorkGroup:
+    """The group's pairs not yet judged, as a group."""
+    rest = []
+    for item in group:
+        metrics = tuple(m for m in item.metrics if (item.row.position, m) in pending)
+        if metrics:
+            rest.append(WorkItem(item.row, metrics))
+    return rest
+
+
+def _crash_summary(crashes: list[str], stopped: bool) -> str:
+    what = crashes[-1] if len(crashes) == 1 else f"{crashes[-1]} ({len(crashes)} crashes)"
+    if stopped:
+        return (
+            f"{what}; it crashed a fresh worker too, so the run stopped. The results written "
+            "so far are kept and a re-run resumes after them"
+        )
+    return (
+        f"{what}; its other pairs were judged by a fresh worker, and the pair it was judging "
+        "is an error line that a re-run tries again"
+    )
