@@ -377,14 +377,16 @@ def validate(files: tuple[Path, ...]) -> None:
 )
 def export(metric_file: Path, target: str, out_file: Path | None) -> None:
     """Write a metric file (TOML, JSON or DeepEval DAG JSON) in another shape. DeepEval's
-    DAG JSON has no room for the threshold, soft mode or a G-Eval rubric: those are lost."""
+    DAG JSON has no room for the threshold, soft mode, a G-Eval rubric, examples or
+    calibration: those are lost."""
+    from anvil_local.registry import metric_definition
     from anvil_local.spec import load_metric
     from anvil_local.spec.deepeval import to_deepeval
 
     metric = load_metric(metric_file)
-    data = metric.to_dict()
+    data = metric_definition(metric)  # with any fitted calibration
     if target != "anvil":
-        data = to_deepeval(data, wrapper=target == "deepeval-upload")
+        data = to_deepeval(metric.to_dict(), wrapper=target == "deepeval-upload")
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     if out_file is None:
         click.echo(text, nl=False)

@@ -230,13 +230,18 @@ def test_a_score_map_interpolates_and_clips():
         ScoreMap((0.2,), (0.5,), "abc")
 
 
-def test_isotonic_fit_matches_hand_computed_pools():
-    # graded: (0, 1, 0, 1) pools the middle pair to 0.5
+def test_centred_isotonic_fit_matches_hand_computed_pools():
+    # graded: (0, 1, 0, 1) pools the middle pair to 0.5, placed at its mean score 0.25
     scores, values = fit_map(np.array([0.1, 0.2, 0.3, 0.4]), np.array([0, 1, 0, 1.0]), False)
-    assert np.interp([0.1, 0.2, 0.3, 0.4], scores, values) == pytest.approx([0, 0.5, 0.5, 1])
-    # binary: classes weigh 1/their count: the pool of (1, 0) is 0.25 / 0.75 = 1/3, not 1/2
+    assert scores == pytest.approx([0.1, 0.25, 0.4]) and values == pytest.approx([0, 0.5, 1])
+    # binary: classes weigh 1/their count (0.25, 0.5, 0.25): the pool of (1, 0) is
+    # 0.25 / 0.75 = 1/3 (not 1/2), at the weighted mean score (0.025 + 0.1) / 0.75
     scores, values = fit_map(np.array([0.1, 0.2, 0.3]), np.array([1, 0, 1.0]), True)
-    assert np.interp([0.1, 0.2, 0.3], scores, values) == pytest.approx([1 / 3, 1 / 3, 1])
+    assert scores == pytest.approx([0.166667, 0.3], abs=1e-6)
+    assert values == pytest.approx([1 / 3, 1], abs=1e-6)
+    # strictly increasing between its ends: the order of the scores is kept there
+    entry = ScoreMap(tuple(scores), tuple(values), SHA)
+    assert entry.apply(0.2) < entry.apply(0.25) < entry.apply(0.29)
 
 
 def test_calibrate_maps_the_score_keeps_the_raw_one_and_the_cache_form():
@@ -340,3 +345,14 @@ def test_write_calibration_into_json_and_a_refused_file(tmp_path):
     with pytest.raises(MetricFileError):
         write_calibration(clash, "m", entry)
     assert clash.read_text() == TOML + "calibration = {}\n"  # left as it was
+
+
+def test_a_json_dump_keeps_the_calibration(tmp_path):
+    from anvil_local.spec.files import dump_metric
+
+    path = tmp_path / "metric.toml"
+    path.write_text(TOML)
+    write_calibration(path, "m", {"sha256": SHA, "scores": [0.0, 1.0], "values": [0.1, 0.9]})
+    dumped = tmp_path / "metric.json"
+    dump_metric(load_metric(path), dumped)
+    assert load_metric(dumped).calibration.maps["m"].values == (0.1, 0.9)

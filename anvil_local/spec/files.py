@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from anvil_local.errors import AnvilError, not_utf8
-from anvil_local.registry import metric_from_dict
+from anvil_local.registry import metric_definition, metric_from_dict
 from anvil_local.spec import deepeval
 
 
@@ -59,10 +59,10 @@ def load_metric(path: str | Path) -> Any:
 
 
 def dump_metric(metric: Any, path: str | Path) -> None:
-    """Write a metric as JSON (the TOML form is for hand-written files)."""
-    Path(path).write_text(
-        json.dumps(metric.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
+    """Write a metric as JSON, with any fitted calibration (the TOML form is for hand-written
+    files)."""
+    data = metric_definition(metric)
+    Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def write_calibration(path: str | Path, model: str, entry: dict[str, Any]) -> None:
