@@ -59,6 +59,11 @@ class ModelEntry:
     notes: str = ""
     default: bool = False
     in_place: bool = False  # a local file registered by `anvil models add`, used where it is
+    # a file written by `anvil models convert`: the model it came from, and how
+    source: str = ""
+    source_sha256: str = ""
+    format: str = ""
+    llama_cpp: str = ""
     origin: str = field(default="", compare=False)
 
     @property
@@ -167,6 +172,49 @@ def add_local(path: Path, name: str | None = None) -> ModelEntry:
         "\n[[parts]]\n"
         f"path = {_toml_str(str(path))}\n"
     )
+    (folder / f"{name}.toml").write_text(text, encoding="utf-8")
+    return entry
+
+
+def add_converted(
+    source: ModelEntry, fmt: str, path: Path, llama_cpp: str, progress=None
+) -> ModelEntry:
+    """Register a file converted from `source` (written by `anvil models convert`) as
+    `<source name>-<format>`, with its own sha256 and where it came from."""
+    name = f"{source.name}-{fmt.lower()}"
+    entry = ModelEntry(
+        name=name,
+        file=path.name,
+        sha256=sha256_file(path, progress),
+        size=path.stat().st_size,
+        parts=(Part(path=str(path)),),
+        description=f"{source.description or source.name}, converted to {fmt}",
+        licence=source.licence,
+        kind=source.kind,
+        chat_template=source.chat_template,
+        in_place=True,
+        source=source.name,
+        source_sha256=source.sha256,
+        format=fmt,
+        llama_cpp=llama_cpp,
+    )
+    folder = user_catalogue_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    fields = [
+        ("name", entry.name),
+        ("description", entry.description),
+        ("file", entry.file),
+        ("licence", entry.licence),
+        ("kind", entry.kind),
+        ("chat_template", entry.chat_template),
+        ("source", entry.source),
+        ("source_sha256", entry.source_sha256),
+        ("format", entry.format),
+        ("llama_cpp", entry.llama_cpp),
+    ]
+    text = "".join(f"{key} = {_toml_str(value)}\n" for key, value in fields if value)
+    text += f'size = {entry.size}\nsha256 = "{entry.sha256}"\nin_place = true\n'
+    text += f"\n[[parts]]\npath = {_toml_str(str(path))}\n"
     (folder / f"{name}.toml").write_text(text, encoding="utf-8")
     return entry
 

@@ -148,7 +148,7 @@ class LineProgress:
 
 @main.group()
 def models() -> None:
-    """The judge model catalogue: list, pull, add, path, verify."""
+    """The judge model catalogue: list, pull, add, convert, path, verify."""
 
 
 @models.command("list")
@@ -201,6 +201,27 @@ def models_add(path: Path, name: str | None) -> None:
 
     entry = add_local(path, name)
     click.echo(f"added {entry.name}: {entry.local_path} (sha256 {entry.sha256})")
+
+
+@models.command("convert")
+@click.argument("name")
+@click.option(
+    "--format",
+    "fmt",
+    required=True,
+    type=click.Choice(["Q8_0", "Q4_0", "F16"], case_sensitive=False),
+    help="Weight format: Q8_0 and Q4_0 have fast llama.cpp CPU kernels on x86-64.",
+)
+@click.option("--force", is_flag=True, help="Convert again even if the file is present.")
+def models_convert(name: str, fmt: str, force: bool) -> None:
+    """Convert a catalogue model to another weight format (llama.cpp's quantizer); the file
+    is stored beside the pulled ones and registered as NAME-FORMAT."""
+    from anvil_local.pull import convert
+
+    entry = convert(name, fmt, force=force)
+    click.echo(
+        f"added {entry.name}: {entry.local_path} (sha256 {entry.sha256}, from {entry.source})"
+    )
 
 
 @models.command("path")

@@ -164,3 +164,27 @@ def resolve(model: str | os.PathLike | None) -> tuple[str, Path, str | None]:
         return candidate.name, candidate.resolve(), None
     entry = get_entry(text)
     return entry.name, ensure_model(entry), entry.sha256
+
+
+def convert(name: str, fmt: str, force: bool = False) -> ModelEntry:
+    """Convert a catalogue model to `fmt` (pulling it first if needed); the new file sits
+    beside the pulled ones and gets its own catalogue entry, `<name>-<format>`."""
+    from anvil_local.catalogue import add_converted, data_dir
+    from anvil_local.judge.convert import FORMATS, llama_cpp_version, quantize
+
+    fmt = fmt.upper()
+    if fmt not in FORMATS:
+        raise ModelError(f"unknown format {fmt!r} (expected one of: {', '.join(FORMATS)})")
+    entry = get_entry(name)
+    if entry.format == fmt:
+        raise ModelError(f"{name} is already {fmt}")
+    source = ensure_model(entry)
+    from anvil_local.judge.native import ensure_native_ok
+    from anvil_local.judge.settings import default_threads
+
+    ensure_native_ok(source, default_threads(), 0)  # a build this CPU cannot run: one line
+    stem = Path(entry.file).stem
+    target = data_dir() / "models" / f"{stem}.{fmt}.gguf"
+    if force or not target.is_file():
+        quantize(source, target, fmt)
+    return add_converted(entry, fmt, target, llama_cpp_version())

@@ -45,6 +45,7 @@ def main(argv: list[str]) -> int:
         "system_info": llama_cpp.llama_print_system_info().decode(errors="replace"),
         "llama_cpp_version": llama_cpp.__version__,
         "threads": threads,
+        "n_params": int(llama_cpp.llama_model_n_params(llama.model)),
     }
     if args.get("throughput"):
         report.update(_throughput(llama, tokens))

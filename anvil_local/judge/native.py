@@ -157,6 +157,7 @@ class ProbeResult:
     prompt_tokens_per_s: float | None = None
     generated_tokens_per_s: float | None = None
     threads: int = 0
+    n_params: int | None = None  # the model's parameter count
 
 
 def describe_signal(number: int) -> str:
@@ -239,6 +240,7 @@ def probe(
         prompt_tokens_per_s=report.get("prompt_tokens_per_s"),
         generated_tokens_per_s=report.get("generated_tokens_per_s"),
         threads=report.get("threads", threads),
+        n_params=report.get("n_params"),
     )
 
 
