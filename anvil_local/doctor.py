@@ -179,11 +179,33 @@ def _probe(model: str | None, threads: int | None) -> tuple[list[Finding], str |
         f"{result.prompt_tokens_per_s:.0f} prompt tokens/s, "
         f"{result.generated_tokens_per_s:.0f} generated tokens/s ({name}, {n} threads)"
     )
-    return (
-        [Finding("test decode", f"OK ({name})"), Finding("throughput", speed)],
-        result.system_info,
-        False,
-    )
+    found = [Finding("test decode", f"OK ({name})"), Finding("throughput", speed)]
+    return found + _formats(name, n), result.system_info, False
+
+
+def _formats(name: str, threads: int) -> list[Finding]:
+    """The same probe on every file `anvil models convert` made from this model."""
+    from anvil_local.catalogue import entries
+    from anvil_local.judge.native import NativeProbeFailed, probe
+
+    found = []
+    for entry in entries():
+        path = entry.store_path()
+        if entry.source != name or not path.is_file():
+            continue
+        try:
+            result = probe(path, threads, throughput=True)
+        except (NativeCrash, NativeProbeFailed) as exc:
+            found.append(Finding(f"throughput {entry.format}", "failed", problem=str(exc)))
+            continue
+        found.append(
+            Finding(
+                f"throughput {entry.format}",
+                f"{result.prompt_tokens_per_s:.0f} prompt tokens/s, "
+                f"{result.generated_tokens_per_s:.0f} generated tokens/s ({entry.name})",
+            )
+        )
+    return found
 
 
 def diagnose(
