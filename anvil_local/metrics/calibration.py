@@ -3,7 +3,8 @@
 Two kinds, both optional:
 
 - **Contextual** (Zhao et al. 2021, "Calibrate before use"): a small model leans towards some
-  options whatever the case says (SmolLM2 answers Yes to almost anything). The option
+  options whatever the case says (SmolLM2's G-Eval puts most of its mass on the lowest
+  score). The option
   distribution on a content-free case (every field "N/A") measures that lean once per
   question and model; every verdict distribution is divided by it and renormalised.
 - **Fitted**: `anvil bench --fit-calibration` fits a monotone (isotonic) map from a metric's

@@ -168,7 +168,9 @@ class GEvalTrace(Trace):
             lines.append("  strict verdict:")
             lines += probability_lines(self.probabilities or {}, self.verdict)
         if self.prior is not None:
-            lines.append("  contextual calibration divided out this content-free prior:")
+            lines.append("  (calibrated) the judge's own distribution:")
+            lines += probability_lines(self.raw or {}, None)
+            lines.append("  divided by the content-free prior:")
             lines += probability_lines(self.prior, None)
         return lines
 

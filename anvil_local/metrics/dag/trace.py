@@ -92,7 +92,9 @@ class ChoiceStep:
             return lines
         lines += probability_lines(self.probabilities, self.verdict)
         if self.prior is not None:
-            lines.append("     content-free prior divided out of these:")
+            lines.append("     (calibrated) the judge's own distribution:")
+            lines += probability_lines(self.raw or {})
+            lines.append("     divided by the content-free prior:")
             lines += probability_lines(self.prior)
         if self.decoded is not None:
             agree = "agrees" if self.decoded == self.verdict else "DIFFERS"
