@@ -83,3 +83,37 @@ def test_a_worker_killed_by_sigill_is_reported_and_the_run_resumes(
     pairs = [(x["case_id"], x["metric"]) for x in map(json.loads, out.read_text().splitlines())]
     assert len(pairs) == 8 == len(set(pairs))
     assert not any(x["error"] for x in map(json.loads, out.read_text().splitlines()))
+
+
+def _kill_the_first_worker_at_once(killed: list[int]) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        workers = [p for p in multiprocessing.active_children() if p.is_alive()]
+        if workers:
+            os.kill(workers[0].pid, signal.SIGKILL)
+            killed.append(workers[0].pid)
+            return
+        time.sleep(0.005)
+
+
+def test_a_worker_killed_before_it_takes_work_is_replaced(tmp_path: Path, default_model_path: Path):
+    out = tmp_path / "r.jsonl"
+    args = [
+        "eval",
+        *("--metric", str(ROOT / "examples" / "headings_llm.toml")),
+        *("--metric", str(ROOT / "examples" / "headings.toml")),
+        *("--data", str(ROOT / "examples" / "meeting_summaries.jsonl")),
+        *("--model", str(default_model_path)),
+        *("--no-cache", "--no-reason", "--jobs", "2", "--out", str(out)),
+    ]
+    killed: list[int] = []
+    killer = threading.Thread(target=_kill_the_first_worker_at_once, args=(killed,))
+    killer.start()
+    result = CliRunner().invoke(main, args)
+    killer.join()
+    assert killed, "no worker was started"
+    assert result.exit_code == EXIT_CRASHED, result.output
+    assert "SIGKILL" in result.output and "out of memory" in result.output
+    written = [json.loads(x) for x in out.read_text().splitlines()]
+    pairs = [(x["case_id"], x["metric"]) for x in written]
+    assert len(pairs) == 8 == len(set(pairs))  # nothing lost, nothing twice

@@ -176,6 +176,8 @@ class PoolExecutor:
             tasks.put((task_id, group_to_wire(group)))
         pending = {(i.row.position, m) for group in plan.groups for i in group for m in i.metrics}
         retried: set[int] = set()  # task ids that are already a second attempt
+        taken: set[int] = set()  # task ids some worker said it took
+        unplaced = 0  # workers that died holding no task we knew of
         crashes: list[str] = []
 
         def start(number: int) -> Any:
@@ -201,12 +203,15 @@ class PoolExecutor:
             elif kind == "take":
                 number, task_id = payload
                 workers.holding[number] = task_id
+                taken.add(task_id)
             elif kind == "start":
                 number, position, index = payload
                 workers.current[number] = (position, index)
             else:
                 number, position, index, result = payload
                 workers.current.pop(number, None)
+                if (position, index) not in pending:
+                    return False  # a second copy of a task handed out again: already in
                 pending.discard((position, index))
                 return deliver(position, index, result)
             return False
@@ -223,6 +228,7 @@ class PoolExecutor:
 
         def recover(number: int, process: Any) -> bool:
             """Deal with a dead worker; True when the run must stop (fail-fast)."""
+            nonlocal unplaced
             workers.exited.add(number)
             doing = workers.current.pop(number, None)
             message = crash_message(number, process, doing, by_position, plan.metrics)
@@ -232,6 +238,11 @@ class PoolExecutor:
                 if deliver(doing[0], doing[1], crash_result(plan.metrics[doing[1]], message)):
                     return True
             rest = _unfinished(groups.get(task_id, []), pending) if task_id is not None else []
+            if task_id is None:
+                unplaced += 1
+                if unplaced > 1:  # a second worker died before judging: not one case's doing
+                    crashes.append(message)
+                    raise WorkerCrash(_crash_summary(crashes, stopped=True))
             if task_id in retried:
                 crashes.append(message)
                 raise WorkerCrash(_crash_summary(crashes, stopped=True))
@@ -241,7 +252,14 @@ class PoolExecutor:
                 groups[retry_id] = rest
                 retried.add(retry_id)
                 tasks.put((retry_id, group_to_wire(rest)))
-            if rest or (pending and not workers.alive()):
+            elif task_id is None:
+                # it died between taking a task and saying so: hand out again every task no
+                # worker has reported (a copy still queued is judged twice, kept once)
+                for lost_id, group in list(groups.items()):
+                    lost = _unfinished(group, pending) if lost_id not in taken else []
+                    if lost:
+                        tasks.put((lost_id, group_to_wire(lost)))
+            if rest or (pending and not workers.alive()) or task_id is None:
                 workers.add()
             return False
 
