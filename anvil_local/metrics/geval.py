@@ -231,7 +231,7 @@ class GEval(BaseMetric):
         lo, hi = self.score_range
         self.examples = parse_examples(
             examples,
-            "verdict" if self.strict_mode else "score",
+            self._answer_key(),
             yes_no_check if self.strict_mode else score_check(lo, hi),
             f"GEval {name!r}",
         )
@@ -342,7 +342,7 @@ class GEval(BaseMetric):
 
     def _choose(
         self, session: JudgeSession, case: LLMTestCase, steps: list[str], options: list[str]
-    ):
+    ) -> tuple[ChoiceResult, tuple[float, ...] | None, tuple[float, ...] | None]:
         """The judge's choice among `options`, calibrated when asked: (choice, raw, prior)."""
         prompt = Prompt(self._blocks(case, steps), self._question(), case.label)
         if not self.contextual_calibration:
