@@ -356,3 +356,22 @@ def test_a_json_dump_keeps_the_calibration(tmp_path):
     dumped = tmp_path / "metric.json"
     dump_metric(load_metric(path), dumped)
     assert load_metric(dumped).calibration.maps["m"].values == (0.1, 0.9)
+
+
+def test_a_fit_split_with_one_class_names_the_metric():
+    from anvil_local.errors import DataError
+
+    with pytest.raises(DataError, match=r"^M on m: the fit split holds only one class"):
+        fit_calibration(
+            model="m",
+            sha256=SHA,
+            metric="M",
+            label="consistent",
+            kind="binary",
+            raw=np.linspace(0, 1, 8),
+            human=np.array([0, 1, 0, 1, 0, 1, 0, 1.0]),  # fold 0 (even documents) is all 0
+            docs=[f"d{i}" for i in range(8)],
+            threshold=0.5,
+            label_range=(0.0, 1.0),
+            source="toy",
+        )

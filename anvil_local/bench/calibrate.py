@@ -118,7 +118,10 @@ def fit_calibration(
     if not binary and hi <= lo:
         raise DataError(f"{metric}: every {label} label is the same; nothing to calibrate")
     target = human if binary else rescale(human, lo, hi)
-    scores, values = fit_map(raw[fit], target[fit], binary)
+    try:
+        scores, values = fit_map(raw[fit], target[fit], binary)
+    except DataError as exc:
+        raise DataError(f"{metric} on {model}: {exc}") from exc
     n_docs = len({d for d, f in zip(docs, fit, strict=True) if f})
     entry = ScoreMap(
         tuple(scores),
