@@ -23,7 +23,7 @@ from anvil_local.catalogue import cache_dir
 log = logging.getLogger(__name__)
 
 #: Bump when prompts or scoring change in a way that makes old entries wrong.
-CACHE_VERSION = "2"  # 2: no one-token decode batches (logits as a cold evaluation)
+CACHE_VERSION = "3"  # 3: G-Eval puts its definition between the input and the output
 
 _MIGRATIONS = [
     "CREATE TABLE IF NOT EXISTS steps (key TEXT PRIMARY KEY, steps TEXT NOT NULL)",

@@ -77,6 +77,11 @@ def as_param(value: SingleTurnParams | str) -> SingleTurnParams:
     raise DataError(f"unknown evaluation param {value!r} (expected one of: {names})")
 
 
+#: Fields many cases share (one article, many summaries): prompts put them first, and the
+#: scheduler groups cases by them.
+SHARED_PARAMS: tuple[SingleTurnParams, ...] = PROMPT_ORDER[:3]
+
+
 def ordered_params(params: list[SingleTurnParams] | tuple[SingleTurnParams, ...]) -> list:
     """Params in prompt order, each once."""
     wanted = set(params)

@@ -142,7 +142,9 @@ def test_a_geval_leaf_keeps_its_steps_rubric_and_strict_mode():
     assert metric.measure(CASE, judge) == pytest.approx(1.0)
     kind, prompt, score_range = judge.calls[1]
     assert kind == "score" and score_range == (0, 8)
-    assert "Check the body." in prompt.blocks[-1] and "5-8: good" in prompt.blocks[-1]
+    definition = prompt.blocks[1]  # G-Eval's prompts open with the definition, then the case
+    assert "Check the body." in definition and "5-8: good" in definition
+    assert prompt.blocks[-1].startswith("Actual Output:")
     judge = FakeJudge(choices={"present": [0.2, 0.8], "fully meet": [0.9, 0.1]})
     assert metric.measure(CASE, judge) == 1.0
     assert judge.calls[1][2] == ("Yes", "No")

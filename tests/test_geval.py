@@ -95,7 +95,9 @@ def test_rubric_range_normalises_over_its_span():
     result = metric.run(CASE, judge)
     assert judge.calls[0][2] == (2, 5)
     assert result.score == pytest.approx(((3 * 0.5 + 5 * 0.5) - 2) / 3)
-    assert "2-3: weak" in judge.calls[0][1].blocks[-1]
+    blocks = judge.calls[0][1].blocks  # header, input, definition, output
+    assert blocks[1].startswith("Input:") and "2-3: weak" in blocks[2]
+    assert blocks[3].startswith("Actual Output:")
 
 
 def test_multi_token_ten_through_the_real_judge_arithmetic():

@@ -94,7 +94,8 @@ def test_geval_examples_sit_between_the_header_and_the_case():
     assert "Actual Output:\nFriday will be wet.\n\nAnswer: 5" in prompt.blocks[1]
     assert "Answer: 1" in prompt.blocks[1]
     assert prompt.blocks[2].startswith("Input:\nThe bridge closes")
-    assert prompt.blocks[-1].startswith("Evaluation criteria")
+    assert prompt.blocks[3].startswith("Evaluation criteria")
+    assert prompt.blocks[4].startswith("Actual Output:")
 
 
 def test_the_examples_block_is_the_same_text_on_every_case():
@@ -112,6 +113,7 @@ def test_without_examples_the_prompt_is_unchanged():
     consistency().measure(CASE, judge)
     (_, prompt, _) = next(c for c in judge.calls if c[0] == "score")
     assert prompt.blocks[1].startswith("Input:")
+    assert prompt.blocks[2].startswith("Evaluation criteria")
     assert "examples" not in consistency().to_dict()
 
 

@@ -30,6 +30,7 @@ from anvil_local.judge.results import (
     Usage,
 )
 from anvil_local.judge.template import TemplateParts, render_parts
+from anvil_local.judge.trie import PromptTrie
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ class Judge:
         self._tail = runtime.tokenize(self.template.tail, special=True)
         self._block_cache: OrderedDict[str, list[int]] = OrderedDict()
         self.usage = Usage()
+        self.trie = PromptTrie()  # every sequence evaluated, for the distinct-token count
 
     # -- loading -------------------------------------------------------------------------
 
@@ -125,15 +127,17 @@ class Judge:
         tokens = self._checked_tokens(prompt, max(len(s) for s in sequences) + 1)
         root, reused, evaluated = self.runtime.evaluate(tokens)
         extra = 0
+        distinct = self.trie.add(tokens)
 
         def logits_after(path: tuple[int, ...]) -> np.ndarray:
-            nonlocal extra
+            nonlocal extra, distinct
             logits, _, n = self.runtime.evaluate(tokens + list(path))
             extra += n
+            distinct += self.trie.add(tokens + list(path))
             return logits
 
         probs, _ = option_probabilities(sequences, root, logits_after, self.runtime.end_ids)
-        usage = self._record(Usage(len(tokens), reused, evaluated + extra, 1))
+        usage = self._record(Usage(len(tokens), reused, evaluated + extra, 1, distinct))
         return ChoiceResult(
             options=labels,
             probabilities=tuple(probs),
@@ -158,7 +162,8 @@ class Judge:
             raise ValueError("likelihood() needs a non-empty continuation")
         tokens = self._checked_tokens(prompt, len(answer))
         values, reused, evaluated = self.runtime.logprobs(tokens + answer, len(tokens))
-        usage = self._record(Usage(len(tokens) + len(answer), reused, evaluated, 1))
+        distinct = self.trie.add(tokens + answer)
+        usage = self._record(Usage(len(tokens) + len(answer), reused, evaluated, 1, distinct))
         pieces = tuple(self.runtime.detokenize([t]) for t in answer)
         return LikelihoodResult(pieces, tuple(values), usage, time.perf_counter() - start)
 
@@ -181,7 +186,8 @@ class Judge:
         elif regex is not None:
             processor = self.runtime.grammars().regex(regex)
         out, finished, reused, evaluated = self._greedy(tokens, max_tokens, processor, stop)
-        usage = self._record(Usage(len(tokens), reused, evaluated, 1))
+        distinct = self.trie.add(tokens + out)
+        usage = self._record(Usage(len(tokens), reused, evaluated, 1, distinct))
         text = self.runtime.detokenize(out)
         cut = min((i for i in (text.find(x) for x in stop if x) if i >= 0), default=-1)
         if cut >= 0:
@@ -229,5 +235,5 @@ class Judge:
         tokens = self._checked_tokens(prompt, budget)
         processor = self.runtime.grammars().choice(stripped)
         out, _, reused, evaluated = self._greedy(tokens, budget, processor)
-        self._record(Usage(len(tokens), reused, evaluated, 1))
+        self._record(Usage(len(tokens), reused, evaluated, 1, self.trie.add(tokens + out)))
         return self.runtime.detokenize(out)

@@ -8,12 +8,14 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Usage:
     """Tokens of one or more calls: the prompt's length, the part reused from the KV cache,
-    and what llama.cpp actually evaluated (prompt suffix + answer decodes)."""
+    what llama.cpp actually evaluated (prompt suffix + answer decodes), and how many token
+    positions were new to the run's prompt trie (see `judge/trie.py`)."""
 
     prompt_tokens: int = 0
     reused_tokens: int = 0
     evaluated_tokens: int = 0
     calls: int = 0
+    distinct_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -21,6 +23,7 @@ class Usage:
             self.reused_tokens + other.reused_tokens,
             self.evaluated_tokens + other.evaluated_tokens,
             self.calls + other.calls,
+            self.distinct_tokens + other.distinct_tokens,
         )
 
     def to_dict(self) -> dict[str, int]:
@@ -29,6 +32,7 @@ class Usage:
             "reused_tokens": self.reused_tokens,
             "evaluated_tokens": self.evaluated_tokens,
             "calls": self.calls,
+            "distinct_tokens": self.distinct_tokens,
         }
 
 

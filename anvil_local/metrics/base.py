@@ -59,6 +59,11 @@ class BaseMetric(ABC):
     verbose_mode: bool = False
     model: Any = None
     calibration: Any = None  # fitted score maps by model (metrics.calibration.Calibration)
+    #: Whether the metric's prompts put its definition between the fields cases share (the
+    #: input) and the case's own fields (G-Eval). The scheduler then runs it over a group's
+    #: cases back to back (metric-major); metrics whose prompts open with the whole case
+    #: run case-major, sharing the case's prefix across their calls.
+    metric_major: ClassVar[bool] = False
 
     score: float | None = None
     success: bool | None = None

@@ -42,7 +42,13 @@ from anvil_local.metrics.layout import case_blocks, fields_phrase
 from anvil_local.metrics.render import probability_lines
 from anvil_local.metrics.result import Trace
 from anvil_local.registry import register_metric
-from anvil_local.testcase import LLMTestCase, SingleTurnParams, as_param, param_title
+from anvil_local.testcase import (
+    SHARED_PARAMS,
+    LLMTestCase,
+    SingleTurnParams,
+    as_param,
+    param_title,
+)
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +184,8 @@ class GEvalTrace(Trace):
 @register_metric("geval")
 class GEval(BaseMetric):
     """DeepEval's GEval, with exact logit-weighted scores."""
+
+    metric_major = True  # its definition sits between the input and the output (`_blocks`)
 
     def __init__(
         self,
@@ -334,11 +342,22 @@ class GEval(BaseMetric):
         return "\n".join(lines) + "\n\n"
 
     def _blocks(self, case: LLMTestCase, steps: list[str]) -> tuple[str, ...]:
-        """Header, worked examples, the case, then the definition: the examples are the same
-        text on every case, so the KV cache keeps them."""
-        header, *fields = case_blocks(case, self.evaluation_params)
+        """Header, worked examples, the fields cases share (the input), the definition
+        (criteria, steps, rubric), then the case's own fields (the output) and, last, the
+        question. Cases with one input and many outputs then share everything up to the
+        output: the scheduler runs this metric over such a group back to back, so the input
+        is read once per group and the definition once per group and metric."""
+        header, *_ = case_blocks(case, ())
+        shared = [p for p in self.evaluation_params if p in SHARED_PARAMS]
+        own = [p for p in self.evaluation_params if p not in SHARED_PARAMS]
         examples = examples_block(self.examples, self.name)
-        return (header, *examples, *fields, self._definition_block(steps))
+        return (
+            header,
+            *examples,
+            *case_blocks(case, shared)[1:],
+            self._definition_block(steps),
+            *case_blocks(case, own)[1:],
+        )
 
     def _choose(
         self, session: JudgeSession, case: LLMTestCase, steps: list[str], options: list[str]

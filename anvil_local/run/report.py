@@ -45,6 +45,11 @@ def render_summary(outcome: EvaluationResult, out: Path | None = None) -> str:
             f"tokens: {usage.evaluated_tokens} evaluated by llama.cpp for {usage.prompt_tokens} "
             f"prompt tokens in {usage.calls} calls ({ratio:.1%})"
         )
+        if usage.distinct_tokens:
+            over = usage.evaluated_tokens / usage.distinct_tokens
+            lines.append(
+                f"prompt trie: {usage.distinct_tokens} distinct tokens; evaluated {over:.2f}x that"
+            )
     if outcome.interrupted:
         where = f" to {out}" if out else ""
         lines.append(

@@ -1,23 +1,28 @@
-"""Prefix-aware scheduling (pure): cases that share their leading prompt part run together.
+"""Prefix-aware scheduling (pure): prompts that share a leading part run back to back.
 
 Prompts put the shared fields (input, context) before the varying one (actual_output), so
 cases with the same input share a token prefix. Grouping them and running each group on one
 worker, back to back, prefills the shared part once per group instead of once per case.
+
+Inside a group the order of (case, metric) pairs follows each metric's layout
+(`pair_order`): a metric whose prompts put its definition between the shared input and the
+case's own fields (G-Eval) runs over the group's cases in a row (metric-major), so the input
+is read once per group and the definition once per group and metric; a metric whose prompts
+put the whole case first (DAG, likelihood) runs case-major, so the nodes and metrics looking
+at one case share that case's prefix.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from anvil_local.run.dataset import CaseRow
-from anvil_local.testcase import SingleTurnParams
+from anvil_local.testcase import SHARED_PARAMS
 
-SHARED_FIELDS = (
-    SingleTurnParams.INPUT,
-    SingleTurnParams.CONTEXT,
-    SingleTurnParams.RETRIEVAL_CONTEXT,
-)
+SHARED_FIELDS = SHARED_PARAMS
 
 
 def prefix_key(row: CaseRow) -> str:
@@ -48,3 +53,21 @@ def split_for_workers(groups: list[list[CaseRow]], jobs: int) -> list[list[CaseR
         size = math.ceil(len(group) / parts)
         chunks += [group[i : i + size] for i in range(0, len(group), size)]
     return sorted(chunks, key=len, reverse=True)
+
+
+class _Item(Protocol):
+    row: CaseRow
+    metrics: tuple[int, ...]
+
+
+def pair_order(items: Sequence[_Item], metrics: Sequence[Any]) -> list[tuple[Any, int]]:
+    """The (item, metric index) pairs of `items` in the order that keeps prompt prefixes
+    warm: metric-major metrics first (in declared order), then the others case-major.
+    Every pair appears once."""
+    first = [i for i in range(len(metrics)) if getattr(metrics[i], "metric_major", False)]
+    order: list[tuple[Any, int]] = []
+    for index in first:
+        order += [(item, index) for item in items if index in item.metrics]
+    for item in items:
+        order += [(item, index) for index in item.metrics if index not in first]
+    return order

@@ -12,6 +12,7 @@ from anvil_local.errors import AnvilError, ModelLoadError, NativeCrash
 from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.result import MetricResult
 from anvil_local.run.plan import Plan, WorkGroup
+from anvil_local.run.schedule import pair_order
 from anvil_local.testcase import LLMTestCase
 
 log = logging.getLogger(__name__)
@@ -62,12 +63,12 @@ def judge_group(
     deliver: Deliver,
     on_start: Callable[[int, int], None] | None = None,
 ) -> bool:
-    """Judge a group's pairs back to back on one session; True when delivery said stop."""
-    for item in group:
-        for index in item.metrics:
-            if on_start is not None:
-                on_start(item.row.position, index)
-            result = run_metric(metrics[index], item.row.case, session, include_reason)
-            if deliver(item.row.position, index, result):
-                return True
+    """Judge a group's pairs back to back on one session, in the scheduler's order
+    (`schedule.pair_order`); True when delivery said stop."""
+    for item, index in pair_order(group, metrics):
+        if on_start is not None:
+            on_start(item.row.position, index)
+        result = run_metric(metrics[index], item.row.case, session, include_reason)
+        if deliver(item.row.position, index, result):
+            return True
     return False

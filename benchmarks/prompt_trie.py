@@ -1,0 +1,79 @@
+"""Tokens llama.cpp evaluates against the prompt trie (the least any order could read), for
+the shipped workloads, with the scheduler's order and with plain case-by-case order.
+
+    python benchmarks/prompt_trie.py [--articles 3] [--model smollm2-135m-instruct]
+
+Workloads: the four SummEval G-Eval metrics on 16 summaries of each of `--articles`
+documents; the model-at-every-node headings DAG (`examples/headings_llm.toml`, a task node
+included) on the 12 meeting summaries; the likelihood contrast on the SummEval cases. Each
+run starts on an empty KV cache and an empty trie, with no result cache and no reasons.
+"""
+
+from __future__ import annotations
+
+import json
+
+from common import ROOT, Timer, fresh_cache, parser, summeval_cases
+
+from anvil_local import LLMTestCase, evaluate
+from anvil_local.judge import get_judge
+from anvil_local.metrics.geval import GEval
+from anvil_local.spec import load_metric
+
+NAMES = ("coherence", "consistency", "fluency", "relevance")
+
+
+def run(judge, cases, metrics) -> tuple[float, object]:
+    judge.runtime._tokens, judge.runtime._exact = [], 0
+    judge.trie.__init__()
+    with fresh_cache(), Timer() as t:
+        outcome = evaluate(cases, metrics, model=judge, use_cache=False, include_reason=False)
+    errors = sum(1 for line in outcome.lines if line.result.error)
+    if errors:
+        raise SystemExit(f"{errors} pairs failed")
+    return t.seconds, outcome.usage
+
+
+def main() -> None:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--articles", type=int, default=3)
+    args = p.parse_args()
+    judge = get_judge(args.model)
+    summeval = summeval_cases(args.data, args.articles)
+    meetings = [
+        LLMTestCase(**json.loads(x))
+        for x in (ROOT / "examples" / "meeting_summaries.jsonl").read_text().splitlines()
+    ]
+    workloads = [
+        ("4 G-Eval metrics, SummEval", summeval, [
+            load_metric(ROOT / "examples" / "geval" / f"{n}.toml") for n in NAMES
+        ]),
+        ("headings DAG with a task node", meetings, [
+            load_metric(ROOT / "examples" / "headings_llm.toml")
+        ]),
+        ("likelihood contrast, SummEval", summeval, [
+            load_metric(ROOT / "examples" / "small_judge" / "likelihood_contrast.toml")
+        ]),
+    ]  # fmt: skip
+    print(f"model {judge.model.name}; each run on an empty KV cache")
+    print("| workload | order | cases | evaluated/case | trie/case | evaluated/trie | s/case |")
+    print("|---|---|---|---|---|---|---|")
+    for label, cases, metrics in workloads:
+        orders = ["scheduler"]
+        if any(m.metric_major for m in metrics):
+            orders.append("case by case")
+        for order in orders:
+            GEval.metric_major = order == "scheduler"
+            seconds, usage = run(judge, cases, metrics)
+            n = len(cases)
+            print(
+                f"| {label} | {order} | {n} | {usage.evaluated_tokens / n:.0f} "
+                f"| {usage.distinct_tokens / n:.0f} "
+                f"| {usage.evaluated_tokens / usage.distinct_tokens:.3f} | {seconds / n:.2f} |",
+                flush=True,
+            )
+    GEval.metric_major = True
+
+
+if __name__ == "__main__":
+    main()
