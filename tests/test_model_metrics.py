@@ -77,19 +77,31 @@ def test_steps_are_generated_once_for_many_cases(judge: Judge):
     assert 3 <= len(steps) <= 4 and all(steps)
 
 
-def test_four_metrics_on_one_case_prefill_the_case_once(judge: Judge):
+def test_metrics_share_the_input_and_cases_share_input_and_definition(judge: Judge):
+    """G-Eval's layout: header, input, definition, output, question. Four metrics on one
+    case read the input once; one metric on two summaries of an article reads the input and
+    its definition once."""
     metrics = [
         load_metric(ROOT / "examples" / "geval" / f"{n}.toml")
         for n in ("coherence", "consistency", "fluency", "relevance")
     ]
-    case = summeval(2)[1]
+    first_case, case = summeval(2)[:2]
     judge.choose(Prompt(("Something else.\n\n",), "?"), ["Yes", "No"])  # start cold
     usages = [m.run(case, judge, include_reason=False).usage for m in metrics]
-    case_tokens = len(judge.prompt_tokens(Prompt(case_blocks(case, P), ""))) - len(judge._tail)
-    assert usages[0].evaluated_tokens > case_tokens  # the first metric prefills the case
+    input_only = [SingleTurnParams.INPUT]
+    input_tokens = len(judge.prompt_tokens(Prompt(case_blocks(case, input_only), "")))
+    input_tokens -= len(judge._tail)
+    assert usages[0].evaluated_tokens > input_tokens  # the first metric prefills the input
     for usage in usages[1:]:
-        assert usage.reused_tokens >= case_tokens  # the others reuse it
+        assert usage.reused_tokens >= input_tokens  # the others reuse it
         assert usage.evaluated_tokens == usage.prompt_tokens - usage.reused_tokens
+    coherence = metrics[0]
+    coherence.run(first_case, judge, include_reason=False)
+    again = coherence.run(case, judge, include_reason=False).usage
+    steps = coherence.evaluation_steps
+    definition = len(judge.runtime.tokenize(coherence._definition_block(steps), special=False))
+    assert again.reused_tokens >= input_tokens + definition  # only the output and question
+    assert again.evaluated_tokens < usages[0].evaluated_tokens - definition
 
 
 def test_headings_dag_walks_with_probabilities_and_repeats(judge: Judge):
