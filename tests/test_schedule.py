@@ -56,8 +56,9 @@ def test_the_trie_counts_each_shared_position_once():
     assert len(trie) == 9
 
 
-def test_the_trie_stops_counting_past_its_limit():
+def test_the_trie_stops_counting_past_its_limit_and_says_so(caplog):
     trie = PromptTrie(limit=5)
     assert trie.add([1, 2, 3]) == 3
     trie.add([7, 8, 9])
     assert trie.overflowed and trie.add([4, 5]) == 0
+    assert "stopped counting the prompt trie past 5 tokens" in caplog.text

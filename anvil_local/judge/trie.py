@@ -8,12 +8,15 @@ schedule still waste.
 
 Nodes are kept as 64-bit hashes of their path (each built from its parent's hash), so a node
 costs one set entry; past `limit` nodes the count stops and says so rather than use memory
-without bound on a very large run.
+without bound on a very large run (with a warning: the run's trie figure is then too small).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+
+log = logging.getLogger(__name__)
 
 _MASK = (1 << 64) - 1
 _PRIME = 0x100000001B3  # FNV-1a's 64-bit prime
@@ -45,4 +48,9 @@ class PromptTrie:
         if len(nodes) > self.limit:
             self.overflowed = True
             nodes.clear()
+            log.warning(
+                "stopped counting the prompt trie past %d tokens: the run's trie figure "
+                "covers only the prompts before that",
+                self.limit,
+            )
         return added

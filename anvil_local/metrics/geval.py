@@ -19,7 +19,7 @@ from typing import Any
 from anvil_local.cache import digest
 from anvil_local.errors import GenerationError, MetricDefinitionError, MetricTypeError
 from anvil_local.judge.options import argmax_first
-from anvil_local.judge.prompt import Prompt
+from anvil_local.judge.prompt import HEADER, Prompt
 from anvil_local.judge.results import ChoiceResult, ScoreResult
 from anvil_local.judge.session import JudgeSession, as_session
 from anvil_local.metrics.base import (
@@ -347,12 +347,11 @@ class GEval(BaseMetric):
         question. Cases with one input and many outputs then share everything up to the
         output: the scheduler runs this metric over such a group back to back, so the input
         is read once per group and the definition once per group and metric."""
-        header, *_ = case_blocks(case, ())
         shared = [p for p in self.evaluation_params if p in SHARED_PARAMS]
         own = [p for p in self.evaluation_params if p not in SHARED_PARAMS]
         examples = examples_block(self.examples, self.name)
         return (
-            header,
+            HEADER,
             *examples,
             *case_blocks(case, shared)[1:],
             self._definition_block(steps),
