@@ -59,10 +59,10 @@ class ModelEntry:
     notes: str = ""
     default: bool = False
     in_place: bool = False  # a local file registered by `anvil models add`, used where it is
-    # a file written by `anvil models convert`: the model it came from, and how
+    format: str = ""  # the weight format (Q4_1, Q8_0, ...), where the entry states it
+    # a file written by `anvil models convert`: the model it came from, and with what
     source: str = ""
     source_sha256: str = ""
-    format: str = ""
     llama_cpp: str = ""
     origin: str = field(default="", compare=False)
 

@@ -72,7 +72,8 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--threads",
             type=click.IntRange(1),
             default=None,
-            help="CPU threads per process (default: all cores, split over --jobs).",
+            help="CPU threads per process (default: the count `anvil models tune` chose, else all "
+            "cores; split over --jobs).",
         ),
         click.option(
             "--n-gpu-layers",
@@ -148,25 +149,32 @@ class LineProgress:
 
 @main.group()
 def models() -> None:
-    """The judge model catalogue: list, pull, add, convert, path, verify."""
+    """The judge model catalogue: list, pull, add, convert, tune, path, verify."""
 
 
 @models.command("list")
 def models_list() -> None:
     """Known models, and whether each is on this machine."""
     from anvil_local.catalogue import entries
+    from anvil_local.tuning import load_profile
 
-    rows = [("NAME", "KIND", "SIZE", "PULLED", "LICENCE", "")]
+    profile = load_profile()
+    tuned = profile.use if profile is not None else None
+    rows = [("NAME", "KIND", "FORMAT", "SIZE", "PULLED", "LICENCE", "")]
     for e in entries():
         pulled = "yes" if e.store_path().is_file() else "no"
+        role = "default" if e.default else ""
+        if tuned is not None and e.name == tuned:
+            role = "default (tuned here)" if e.default else "tuned default here"
         rows.append(
             (
                 e.name,
                 e.kind or "-",
+                e.format or "-",
                 f"{e.size / 1e6:.0f} MB",
                 pulled,
                 e.licence or "-",
-                "default" if e.default else "",
+                role,
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -221,6 +229,62 @@ def models_convert(name: str, fmt: str, force: bool) -> None:
     entry = convert(name, fmt, force=force)
     click.echo(
         f"added {entry.name}: {entry.local_path} (sha256 {entry.sha256}, from {entry.source})"
+    )
+
+
+@models.command("tune")
+@click.option(
+    "--format",
+    "formats",
+    multiple=True,
+    type=click.Choice(["Q8_0", "F16"], case_sensitive=False),
+    help="A format to convert to and measure (repeatable; default: Q8_0). Only formats with "
+    "more bits per weight than the shipped file, so the judge stays the same judge.",
+)
+@click.option(
+    "--threads",
+    "thread_counts",
+    multiple=True,
+    type=click.IntRange(1),
+    help="A thread count to measure (repeatable; default: all cores and half of them).",
+)
+@click.option(
+    "--rounds", type=click.IntRange(1), default=1, show_default=True, help="Interleaved rounds."
+)
+def models_tune(formats: tuple[str, ...], thread_counts: tuple[int, ...], rounds: int) -> None:
+    """Choose the file and thread count of the default judge for this host: convert it to
+    the formats llama.cpp reads fastest, measure each at a few thread counts, and record the
+    choice (runs without --model use it; the first such run tunes by itself)."""
+    from anvil_local.tuning import DEFAULT_FORMATS, profile_path, tune
+
+    profile = tune(
+        formats=formats or DEFAULT_FORMATS,
+        threads=thread_counts or None,
+        rounds=rounds,
+        progress=lambda text: click.echo(text, err=True),
+    )
+    click.echo(_tuning_table(profile))
+    click.echo(f"default judge here: {profile.use}, {profile.threads} threads ({profile_path()})")
+
+
+def _tuning_table(profile: Any) -> str:
+    rows = [("MODEL", "FORMAT", "THREADS", "PROMPT TOK/S", "GENERATED TOK/S", "PROBE S", "")]
+    for m in sorted(profile.measured, key=lambda m: m.seconds):
+        chosen = "chosen" if (m.model, m.threads) == (profile.use, profile.threads) else ""
+        rows.append(
+            (
+                m.model,
+                m.format or "-",
+                str(m.threads),
+                f"{m.prompt_tokens_per_s:.0f}",
+                f"{m.generated_tokens_per_s:.0f}",
+                f"{m.seconds:.2f}",
+                chosen,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
     )
 
 
@@ -312,7 +376,10 @@ def doctor(model: str | None, threads: int | None, no_probe: bool) -> None:
 )
 @click.option("--no-cache", is_flag=True, help="Bypass the result cache.")
 @click.option(
-    "--threads", type=click.IntRange(1), default=None, help="CPU threads (default: all cores)."
+    "--threads",
+    type=click.IntRange(1),
+    default=None,
+    help="CPU threads (default: the count `anvil models tune` chose, else all cores).",
 )
 @click.option("--progress/--no-progress", default=None, help="Progress lines on stderr.")
 @click.option(

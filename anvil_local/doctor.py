@@ -58,6 +58,7 @@ def _packages() -> list[Finding]:
 def _cpu() -> list[Finding]:
     from anvil_local.judge.native import cpu_flags, cpu_identity
     from anvil_local.judge.settings import default_threads
+    from anvil_local.tuning import tuned_threads
 
     names = [x.split(":", 1)[1].strip() for x in cpu_identity().splitlines() if "model name" in x]
     model = names[0] if names else platform.processor() or platform.machine()
@@ -66,7 +67,40 @@ def _cpu() -> list[Finding]:
     advertised = f"; advertises {' '.join(amx)}" if amx else ""
     return [
         Finding("cpu", f"{model} ({platform.machine()}){advertised}"),
-        Finding("threads", f"{default_threads()} (the default for --threads, split over --jobs)"),
+        Finding(
+            "threads",
+            f"{tuned_threads() or default_threads()} (the default for --threads, split over "
+            f"--jobs; {'tuned' if tuned_threads() else 'all cores'})",
+        ),
+    ]
+
+
+def _tuning() -> list[Finding]:
+    """Which file and thread count runs without --model use here, and why."""
+    import os
+
+    from anvil_local.tuning import MODEL_ENV, load_profile, profile_path
+
+    pinned = os.environ.get(MODEL_ENV, "").strip()
+    if pinned:
+        return [Finding("default judge", f"{pinned} (pinned by ${MODEL_ENV})")]
+    profile = load_profile()
+    if profile is None:
+        return [
+            Finding(
+                "default judge",
+                "the catalogue default as shipped: not tuned on this host yet (the first run "
+                "without --model tunes, or `anvil models tune`)",
+            )
+        ]
+    best = profile.best(profile.use)
+    speed = f", {best.prompt_tokens_per_s:.0f} prompt tokens/s when tuned" if best else ""
+    return [
+        Finding(
+            "default judge",
+            f"{profile.use}, {profile.threads} threads{speed} (tuned {profile.tuned_at}; "
+            f"{profile_path()})",
+        )
     ]
 
 
@@ -165,7 +199,7 @@ def _probe(model: str | None, threads: int | None) -> tuple[list[Finding], str |
     from anvil_local.pull import resolve
 
     try:
-        name, path, _ = resolve(model)
+        name, path, _, _ = resolve(model, tune=False)
     except AnvilError as exc:
         return [Finding("test decode", "no model", problem=str(exc))], None, False
     n = threads or default_threads()
@@ -184,14 +218,17 @@ def _probe(model: str | None, threads: int | None) -> tuple[list[Finding], str |
 
 
 def _formats(name: str, threads: int) -> list[Finding]:
-    """The same probe on every file `anvil models convert` made from this model."""
+    """The same probe on every other format of this model present here: the file it was
+    converted from and every file `anvil models convert` made from that."""
     from anvil_local.catalogue import entries
     from anvil_local.judge.native import NativeProbeFailed, probe
 
+    known = {e.name: e for e in entries()}
+    root = known[name].source if name in known and known[name].source else name
     found = []
     for entry in entries():
         path = entry.store_path()
-        if entry.source != name or not path.is_file():
+        if entry.name == name or root not in (entry.name, entry.source) or not path.is_file():
             continue
         try:
             result = probe(path, threads, throughput=True)
@@ -200,7 +237,7 @@ def _formats(name: str, threads: int) -> list[Finding]:
             continue
         found.append(
             Finding(
-                f"throughput {entry.format}",
+                f"throughput {entry.format or entry.name}",
                 f"{result.prompt_tokens_per_s:.0f} prompt tokens/s, "
                 f"{result.generated_tokens_per_s:.0f} generated tokens/s ({entry.name})",
             )
@@ -217,7 +254,7 @@ def diagnose(
     probed: list[Finding] = []
     if probe and _version("llama-cpp-python") is not None:
         probed, system_info, crashed = _probe(model, threads)
-    found += _library(system_info, crashed) + probed + _dirs() + _models()
+    found += _library(system_info, crashed) + _tuning() + probed + _dirs() + _models()
     return found
 
 

@@ -151,19 +151,28 @@ def ensure_model(entry: ModelEntry | None = None, progress: Progress | None = No
     return pull(entry, progress)
 
 
-def resolve(model: str | os.PathLike | None) -> tuple[str, Path, str | None]:
-    """(display name, file path, known sha256 or None) for a catalogue name or a GGUF path."""
+def resolve(
+    model: str | os.PathLike | None, tune: bool = True
+) -> tuple[str, Path, str | None, ModelEntry | None]:
+    """(display name, file path, known sha256 or None, catalogue entry or None) for a
+    catalogue name or a GGUF path; None is ANVIL_MODEL, else the host's default judge
+    (`tuning`; with `tune`, measured on first use)."""
     if model is None:
-        entry = default_entry()
-        return entry.name, ensure_model(entry), entry.sha256
+        from anvil_local.tuning import MODEL_ENV, default_judge
+
+        pinned = os.environ.get(MODEL_ENV, "").strip()
+        if pinned:
+            return resolve(pinned)
+        entry = default_judge(tune_now=tune)
+        return entry.name, ensure_model(entry), entry.sha256, entry
     text = os.fspath(model)
     candidate = Path(text).expanduser()
     if candidate.suffix == ".gguf" or os.sep in text or candidate.is_file():
         if not candidate.is_file():
             raise ModelError(f"no model file at {candidate}")
-        return candidate.name, candidate.resolve(), None
+        return candidate.name, candidate.resolve(), None, None
     entry = get_entry(text)
-    return entry.name, ensure_model(entry), entry.sha256
+    return entry.name, ensure_model(entry), entry.sha256, entry
 
 
 def convert(name: str, fmt: str, force: bool = False) -> ModelEntry:

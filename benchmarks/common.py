@@ -66,3 +66,30 @@ class Timer:
 
     def __exit__(self, *exc: object) -> None:
         self.seconds = time.perf_counter() - self.start
+
+
+GEVAL_NAMES = ("coherence", "consistency", "fluency", "relevance")
+
+
+def speed_workloads(data: Path, articles: int) -> list[tuple[str, list[LLMTestCase], list]]:
+    """The shipped workloads the speed benchmarks share: the four SummEval G-Eval files on 16
+    summaries of each of `articles` documents, the model-at-every-node headings DAG on the
+    meeting summaries, and the likelihood contrast on the SummEval cases."""
+    from anvil_local.spec import load_metric
+
+    summeval = summeval_cases(data, articles)
+    meetings = [
+        LLMTestCase(**json.loads(x))
+        for x in (ROOT / "examples" / "meeting_summaries.jsonl").read_text().splitlines()
+    ]
+    return [
+        ("4 G-Eval metrics, SummEval", summeval, [
+            load_metric(ROOT / "examples" / "geval" / f"{n}.toml") for n in GEVAL_NAMES
+        ]),
+        ("headings DAG with a task node", meetings, [
+            load_metric(ROOT / "examples" / "headings_llm.toml")
+        ]),
+        ("likelihood contrast, SummEval", summeval, [
+            load_metric(ROOT / "examples" / "small_judge" / "likelihood_contrast.toml")
+        ]),
+    ]  # fmt: skip

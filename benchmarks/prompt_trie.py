@@ -11,16 +11,13 @@ run starts on an empty KV cache and an empty trie, with no result cache and no r
 
 from __future__ import annotations
 
-import json
+from common import Timer, fresh_cache, parser, speed_workloads
 
-from common import ROOT, Timer, fresh_cache, parser, summeval_cases
-
-from anvil_local import LLMTestCase, evaluate
+from anvil_local import evaluate
 from anvil_local.judge import get_judge
+from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.geval import GEval
-from anvil_local.spec import load_metric
-
-NAMES = ("coherence", "consistency", "fluency", "relevance")
+from anvil_local.metrics.likelihood import LikelihoodMetric
 
 
 def run(judge, cases, metrics) -> tuple[float, object]:
@@ -39,31 +36,19 @@ def main() -> None:
     p.add_argument("--articles", type=int, default=3)
     args = p.parse_args()
     judge = get_judge(args.model)
-    summeval = summeval_cases(args.data, args.articles)
-    meetings = [
-        LLMTestCase(**json.loads(x))
-        for x in (ROOT / "examples" / "meeting_summaries.jsonl").read_text().splitlines()
-    ]
-    workloads = [
-        ("4 G-Eval metrics, SummEval", summeval, [
-            load_metric(ROOT / "examples" / "geval" / f"{n}.toml") for n in NAMES
-        ]),
-        ("headings DAG with a task node", meetings, [
-            load_metric(ROOT / "examples" / "headings_llm.toml")
-        ]),
-        ("likelihood contrast, SummEval", summeval, [
-            load_metric(ROOT / "examples" / "small_judge" / "likelihood_contrast.toml")
-        ]),
-    ]  # fmt: skip
+    workloads = speed_workloads(args.data, args.articles)
     print(f"model {judge.model.name}; each run on an empty KV cache")
     print("| workload | order | cases | evaluated/case | trie/case | evaluated/trie | s/case |")
     print("|---|---|---|---|---|---|---|")
+    prepare = LikelihoodMetric.prepare
     for label, cases, metrics in workloads:
         orders = ["scheduler"]
-        if any(m.metric_major for m in metrics):
+        if any(m.metric_major or type(m).prepare is not BaseMetric.prepare for m in metrics):
             orders.append("case by case")
         for order in orders:
+            # case by case: no metric-major G-Eval, no prepared unconditional reads
             GEval.metric_major = order == "scheduler"
+            LikelihoodMetric.prepare = prepare if order == "scheduler" else BaseMetric.prepare
             seconds, usage = run(judge, cases, metrics)
             n = len(cases)
             print(
@@ -73,6 +58,7 @@ def main() -> None:
                 flush=True,
             )
     GEval.metric_major = True
+    LikelihoodMetric.prepare = prepare
 
 
 if __name__ == "__main__":

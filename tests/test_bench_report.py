@@ -91,6 +91,29 @@ def test_graded_bench_compares_metrics_on_the_same_cases():
     assert "G-Eval GPT-4" not in text  # no published figure for an unknown label
 
 
+def test_two_models_are_compared_on_each_metric_and_label():
+    data = rows()
+    specs = [(Stub("m"), MetricSpec(Path("a"), "quality"))]
+    rng = np.random.default_rng(3)
+    noise = {r.case_id: float(rng.random()) for r in data}
+
+    def runner(rows, metrics, model=None, **kwargs):
+        result = EvaluationResult()
+        for row in rows:
+            score = label(row, "quality") / 5 if model == "good" else noise[row.case_id]
+            outcome = MetricResult("m", score, score >= 0.5, 0.5)
+            result.lines.append(ResultLine(row.position, row.case_id, outcome, model, "0"))
+        return result
+
+    result = bench(data, specs, ["good", "noisy"], runner)
+    (diff,) = result.model_comparisons
+    assert (diff.metric, diff.label, diff.a, diff.b) == ("m", "quality", "good", "noisy")
+    assert diff.statistic == "doc_spearman" and diff.difference.high < 0
+    assert "| m | quality | doc_spearman | good | noisy |" in markdown(result)
+    assert result.to_dict()["model_comparisons"][0]["b"] == "noisy"
+    assert bench(data, specs, ["good"], runner).model_comparisons == []
+
+
 def test_binary_bench_reads_a_soft_dags_probability():
     data = rows()
     specs = [(Stub("soft yes/no"), MetricSpec(Path("a"), "labels.ok"))]

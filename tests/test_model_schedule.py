@@ -53,7 +53,9 @@ def _metrics() -> list[Any]:
         children=[VerdictNode(False, score=0), VerdictNode(True, score=10)],
     )
     dag = DAGMetric("Supported", DeepAcyclicGraph([node]), include_reason=False, soft=True)
-    return [gevals[0], dag, gevals[1]]
+    # case-major, with the unconditional reads prepared for the whole group first
+    contrast = load_metric(ROOT / "examples" / "small_judge" / "likelihood_contrast.toml")
+    return [gevals[0], dag, contrast, gevals[1]]
 
 
 def _plain(value: Any) -> Any:
@@ -81,15 +83,36 @@ def test_scheduled_runs_equal_cold_evaluations_bit_for_bit(judge):
             assert _plain(warm.trace.to_dict()) == _plain(cold.trace.to_dict())
 
 
-def test_a_run_reads_little_more_than_its_prompt_trie(judge):
-    cases, metrics = _cases(), _metrics()
+def _usage(judge, cases, metrics):
     judge.trie.__init__()  # count this run's prompts only...
     judge.runtime._tokens, judge.runtime._exact = [], 0  # ...on an empty KV cache
-    outcome = evaluate(cases, metrics, model=judge, use_cache=False, include_reason=False)
-    usage = outcome.usage
+    return evaluate(cases, metrics, model=judge, use_cache=False, include_reason=False).usage
+
+
+def test_a_run_reads_little_more_than_its_prompt_trie(judge):
+    cases, metrics = _cases(), _metrics()
+    usage = _usage(judge, cases, [m for m in metrics if m.name != "Likelihood contrast"])
     assert usage.distinct_tokens > 0
     # each exact call re-reads at most its last two tokens (no one-token batches), and
     # nothing else: what the trie holds is read once
     assert usage.distinct_tokens <= usage.evaluated_tokens
     assert usage.evaluated_tokens <= usage.distinct_tokens + 2 * usage.calls
     assert usage.evaluated_tokens <= 1.1 * usage.distinct_tokens
+
+
+def test_the_contrast_reads_its_unconditional_prompts_before_the_shared_input(
+    judge, monkeypatch: pytest.MonkeyPatch
+):
+    """Interleaved, the unconditional read evicts the article before every case; prepared
+    for the group first, the article is read once per group (the head of the unconditional
+    prompt is read again once per group after the first)."""
+    from anvil_local.metrics.likelihood import LikelihoodMetric
+
+    cases, metrics = _cases(), _metrics()
+    assert "Likelihood contrast" in [m.name for m in metrics]
+    prepared = _usage(judge, cases, metrics)
+    assert prepared.evaluated_tokens <= 1.1 * prepared.distinct_tokens
+    monkeypatch.setattr(LikelihoodMetric, "prepare", lambda self, cases, session: None)
+    interleaved = _usage(judge, cases, metrics)
+    assert interleaved.distinct_tokens == prepared.distinct_tokens
+    assert interleaved.evaluated_tokens > prepared.evaluated_tokens + len(ARTICLES[0]) // 8

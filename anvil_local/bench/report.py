@@ -99,6 +99,17 @@ def markdown(result: BenchResult) -> str:
             _table(["model", "statistic", "A", "B", "B - A"], rows),
             "",
         ]
+    if result.model_comparisons:
+        rows = [
+            [c.metric, c.label, c.statistic, c.a, c.b, _fmt(c.difference)]
+            for c in result.model_comparisons
+        ]
+        parts += [
+            "Models compared (B - A, same metric, same cases, same resampled documents):",
+            "",
+            _table(["metric", "label", "statistic", "A", "B", "B - A"], rows),
+            "",
+        ]
     if result.calibrations:
         parts += [calibration_markdown(result.calibrations).strip(), ""]
     refs = sorted(

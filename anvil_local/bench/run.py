@@ -94,6 +94,29 @@ class Comparison:
         }
 
 
+@dataclass
+class ModelComparison:
+    """One metric against one label on two models (B - A), paired on the same cases: does
+    another file of a judge (a converted format, say) agree with people as well?"""
+
+    metric: str
+    label: str
+    a: str
+    b: str
+    statistic: str
+    difference: stats.Estimate
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "label": self.label,
+            "a": self.a,
+            "b": self.b,
+            "statistic": self.statistic,
+            "difference_b_minus_a": self.difference.to_dict(),
+        }
+
+
 @dataclass(frozen=True)
 class RunCount:
     """How one model's scores were obtained: judged now, from the cache, or resumed."""
@@ -115,6 +138,7 @@ class BenchResult:
     comparisons: list[Comparison]
     runs: list[RunCount] = field(default_factory=list)
     calibrations: list[CalibrationFit] = field(default_factory=list)
+    model_comparisons: list[ModelComparison] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -128,6 +152,7 @@ class BenchResult:
             "comparisons": [c.to_dict() for c in self.comparisons],
             "runs": [vars(r) for r in self.runs],
             "calibrations": [c.to_dict() for c in self.calibrations],
+            "model_comparisons": [c.to_dict() for c in self.model_comparisons],
         }
 
 
@@ -224,6 +249,7 @@ def bench(
     comparisons: list[Comparison] = []
     runs: list[RunCount] = []
     fits: list[CalibrationFit] = []
+    per_model: list[tuple[str, dict[tuple[str, str], tuple]]] = []
     for model in models:
         out = None
         if results_dir is not None:
@@ -260,8 +286,19 @@ def bench(
                     _fit(outcome, metric, rows, by_metric.get(metric.name, {}), suite or source)
                 )
         comparisons += _compare(model_name, series)
+        per_model.append((model_name, series))
     docs = {document_of(r) for r in rows}
-    return BenchResult(suite, source, len(rows), len(docs), outcomes, comparisons, runs, fits)
+    return BenchResult(
+        suite,
+        source,
+        len(rows),
+        len(docs),
+        outcomes,
+        comparisons,
+        runs,
+        fits,
+        _compare_models(per_model),
+    )
 
 
 def _fit(
@@ -306,6 +343,30 @@ def _compare(model: str, series: dict[tuple[str, str], tuple]) -> list[Compariso
         stat_b = _statistic(statistic, pb, hb, db)
         diff = stats.paired_difference(stat_a, stat_b, da, len(pa))
         found.append(Comparison(model, name_a, name_b, statistic, diff))
+    return found
+
+
+def _compare_models(
+    per_model: Sequence[tuple[str, dict[tuple[str, str], tuple]]],
+) -> list[ModelComparison]:
+    """Paired differences of each metric's headline statistic between the first model and
+    every other one, where both scored the same cases."""
+    if len(per_model) < 2:
+        return []
+    found = []
+    name_a, series_a = per_model[0]
+    for name_b, series_b in per_model[1:]:
+        for key, (oa, pa, ha, da) in series_a.items():
+            if key not in series_b:
+                continue
+            ob, pb, hb, db = series_b[key]
+            if oa.kind != ob.kind or da != db or not np.array_equal(ha, hb):
+                continue
+            statistic = headline_name(oa.kind, oa.agreement)
+            diff = stats.paired_difference(
+                _statistic(statistic, pa, ha, da), _statistic(statistic, pb, hb, db), da, len(pa)
+            )
+            found.append(ModelComparison(key[0], key[1], name_a, name_b, statistic, diff))
     return found
 
 

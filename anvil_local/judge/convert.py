@@ -23,6 +23,20 @@ log = logging.getLogger(__name__)
 #: The formats `anvil models convert` offers, by name.
 FORMATS = ("Q8_0", "Q4_0", "F16")
 
+#: Bits per weight of the formats a catalogue entry may state (block scales left out).
+_BITS = {"F32": 32, "BF16": 16, "F16": 16, "Q8_0": 8, "Q6_K": 6, "Q5_K_M": 5, "Q5_0": 5}
+_BITS |= {"Q5_1": 5, "Q4_K_M": 4, "Q4_0": 4, "Q4_1": 4}
+
+
+def keeps_precision(source_format: str, target_format: str) -> bool:
+    """Whether converting `source_format` to `target_format` gives every weight more bits
+    than it had, so the judge stays the same judge up to kernel rounding (Q4_1 -> Q8_0
+    moved option probabilities by at most 0.05 on the shipped cases, as Q4_1 -> F16 did);
+    an unknown format never does."""
+    source = _BITS.get(source_format.upper())
+    target = _BITS.get(target_format.upper())
+    return source is not None and target is not None and target > source
+
 
 def llama_cpp_version() -> str:
     import llama_cpp

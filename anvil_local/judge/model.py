@@ -20,6 +20,11 @@ class ResolvedModel:
     path: str
     sha256: str
     settings: JudgeSettings = field(default_factory=JudgeSettings)
+    # a file `anvil models convert` wrote: the catalogue model it came from, and whether it
+    # keeps that model's precision (then maps fitted on the source apply to it)
+    source: str = ""
+    source_sha256: str = ""
+    faithful: bool = False
 
     @classmethod
     def resolve(
@@ -29,8 +34,32 @@ class ResolvedModel:
         from anvil_local.catalogue import sha256_file
         from anvil_local.pull import resolve
 
-        name, path, sha = resolve(model)
-        return cls(name, str(path), sha or sha256_file(Path(path)), settings or JudgeSettings())
+        name, path, sha, entry = resolve(model)
+        source, source_sha, faithful = "", "", False
+        if entry is not None and entry.source:
+            from anvil_local.catalogue import get_entry
+            from anvil_local.errors import ModelError
+            from anvil_local.judge.convert import keeps_precision
+
+            source, source_sha = entry.source, entry.source_sha256
+            try:
+                faithful = keeps_precision(get_entry(entry.source).format, entry.format)
+            except ModelError:
+                faithful = False
+        return cls(
+            name,
+            str(path),
+            sha or sha256_file(Path(path)),
+            settings or JudgeSettings(),
+            source,
+            source_sha,
+            faithful,
+        )
+
+    def faithful_source(self) -> tuple[str, str] | None:
+        """(name, sha256) of the model this file was converted from without losing
+        precision, whose fitted calibration maps also hold for it; else None."""
+        return (self.source, self.source_sha256) if self.faithful and self.source else None
 
     def with_settings(self, settings: JudgeSettings) -> ResolvedModel:
         return replace(self, settings=settings)

@@ -172,18 +172,31 @@ class LlamaRuntime:
         logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
         return logits, keep, len(tokens) - keep
 
+    def prefill(self, tokens: Sequence[int]) -> tuple[int, int]:
+        """Make the KV cache hold exactly `tokens`, computed as an exact `evaluate` would,
+        when no logits are needed after them; returns (tokens reused, tokens evaluated).
+        A prefix already there is kept as it is (nothing re-read); otherwise `evaluate`."""
+        tokens = list(tokens)
+        if min(common_prefix(self._tokens, tokens), self._exact) < len(tokens):
+            _, reused, evaluated = self.evaluate(tokens)
+            return reused, evaluated
+        self.llama.n_tokens = len(tokens)
+        self._tokens = tokens
+        self._exact = len(tokens)
+        return len(tokens), 0
+
     def logprobs(self, tokens: Sequence[int], start: int) -> tuple[list[float], int, int]:
         """log P(tokens[j] | tokens[:j]) for every j >= start, in one pass over the
         continuation; returns (log-probabilities, tokens reused, tokens evaluated).
 
-        The prefix tokens[:start - 1] is evaluated as `evaluate` does (its KV entries reused
+        The prefix tokens[:start - 1] is filled as `prefill` does (its KV entries reused
         when already there); the rest is decoded in batches of two or more tokens with the
         logits of every position kept, so each value is what a cold evaluation ending at that
         position gives."""
         tokens = list(tokens)
         if not 2 <= start < len(tokens):
             raise ValueError("logprobs needs a prefix of 2+ tokens and a continuation")
-        _, reused, evaluated = self.evaluate(tokens[: start - 1])
+        reused, evaluated = self.prefill(tokens[: start - 1])
         llama, lib = self.llama, self._llama_cpp
         position = start - 1
         values: list[float] = []

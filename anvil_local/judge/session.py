@@ -49,6 +49,7 @@ class JudgeSession:
         self.steps_store = steps
         self._steps: dict[str, list[str]] = {}
         self._priors: dict[str, list[float]] = {}
+        self._likelihoods: dict[tuple[Prompt, str], LikelihoodResult] = {}
 
     @property
     def judge(self) -> Any:
@@ -80,7 +81,16 @@ class JudgeSession:
         return self.judge.decode_choice(prompt, options)
 
     def likelihood(self, prompt: Prompt, continuation: str) -> LikelihoodResult:
-        return self.judge.likelihood(prompt, continuation)
+        kept = self._likelihoods.pop((prompt, continuation), None)
+        return kept if kept is not None else self.judge.likelihood(prompt, continuation)
+
+    def prefetch_likelihood(self, prompt: Prompt, continuation: str) -> None:
+        """Read a likelihood now and keep it for the next identical `likelihood` call (once),
+        so a metric's `prepare` can order prompts for prefix reuse; the values are those of
+        a cold read (prefix reuse in the KV cache is exact)."""
+        key = (prompt, continuation)
+        if key not in self._likelihoods:
+            self._likelihoods[key] = self.judge.likelihood(prompt, continuation)
 
     @property
     def usage(self) -> Usage:

@@ -6,6 +6,14 @@ import os
 from dataclasses import asdict, dataclass
 
 
+def host_threads() -> int:
+    """The thread count a run uses when none is given: what `anvil models tune` measured
+    fastest on this host, else all cores."""
+    from anvil_local.tuning import tuned_threads
+
+    return tuned_threads() or default_threads()
+
+
 def default_threads() -> int:
     """All cores this process may use (sched affinity where the OS has it)."""
     try:
@@ -24,13 +32,13 @@ class JudgeSettings:
     """
 
     n_ctx: int = 4096
-    threads: int | None = None  # None: all available cores
+    threads: int | None = None  # None: the host's tuned count, else all cores
     n_batch: int = 512
     n_gpu_layers: int = 0
     seed: int = 0
 
     def resolved_threads(self) -> int:
-        return self.threads if self.threads else default_threads()
+        return self.threads if self.threads else host_threads()
 
     def to_dict(self) -> dict:
         return asdict(self)

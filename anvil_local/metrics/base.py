@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from anvil_local.errors import MetricDefinitionError
@@ -82,6 +83,12 @@ class BaseMetric(ABC):
         """Judge one case with the session's judge; returns the result without touching
         the metric's attributes."""
 
+    def prepare(self, cases: Sequence[LLMTestCase], session: JudgeSession) -> None:
+        """Before a prefix group's pairs run: read prompts that are not part of the group's
+        shared prefix (and would evict it between cases) for all its cases at once, kept in
+        the session for `run` to find. Nothing by default; results must not depend on it."""
+        return None
+
     @abstractmethod
     def to_dict(self) -> dict[str, Any]:
         """The canonical definition (what a metric file holds; part of every cache key),
@@ -105,7 +112,8 @@ class BaseMetric(ABC):
         if self.calibration is not None:
             from anvil_local.metrics.calibration import calibrate
 
-            result = calibrate(self, result, session.model.name, session.model.sha256)
+            model = session.model
+            result = calibrate(self, result, model.name, model.sha256, model.faithful_source())
         self.result = result
         self.score = result.score
         self.success = result.success

@@ -186,10 +186,18 @@ class Calibration:
     def to_dict(self) -> dict[str, Any]:
         return {name: entry.to_dict() for name, entry in self.maps.items()}
 
-    def for_model(self, name: str, sha256: str) -> ScoreMap | None:
+    def for_model(
+        self, name: str, sha256: str, source: tuple[str, str] | None = None
+    ) -> ScoreMap | None:
         """The map fitted for this model file; None (with a warning) if it was fitted for
-        another file under the same name."""
+        another file under the same name. `source` is the (name, sha256) of the model a
+        precision-keeping conversion came from: its map serves the converted file too."""
         entry = self.maps.get(name)
+        if entry is None and source is not None:
+            fitted = self.maps.get(source[0])
+            if fitted is not None and fitted.sha256 == source[1]:
+                log.debug("using the calibration fitted on %s for its conversion %s", *source)
+                return fitted
         if entry is None:
             return None
         if entry.sha256 != sha256:
@@ -212,13 +220,19 @@ def score_input(result: MetricResult) -> float | None:
     return result.raw_score if result.raw_score is not None else result.score
 
 
-def calibrate(metric: Any, result: MetricResult, model_name: str, sha256: str) -> MetricResult:
+def calibrate(
+    metric: Any,
+    result: MetricResult,
+    model_name: str,
+    sha256: str,
+    source: tuple[str, str] | None = None,
+) -> MetricResult:
     """The result with the metric's fitted map for this model applied (unchanged when the
-    metric has none for it, or the result is an error)."""
+    metric has none for it, or the result is an error); `source` as in `for_model`."""
     calibration: Calibration | None = getattr(metric, "calibration", None)
     if calibration is None or result.score is None or result.raw_score is not None:
         return result
-    entry = calibration.for_model(model_name, sha256)
+    entry = calibration.for_model(model_name, sha256, source)
     if entry is None:
         return result
     raw = score_input(result)

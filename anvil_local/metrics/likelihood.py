@@ -130,6 +130,20 @@ class LikelihoodMetric(BaseMetric):
         total = sum(logprobs)
         return total / len(logprobs) if self.normalise == "mean" else total
 
+    def _alone(self, case: LLMTestCase) -> Prompt:
+        """The contrast's prompt: the target without the source fields."""
+        return Prompt(case_blocks(case, []), self.task, case.label)
+
+    def prepare(self, cases: Sequence[LLMTestCase], session: Any) -> None:
+        """With contrast, read every case's unconditional likelihood first: interleaved with
+        the conditional ones, each would evict the shared source from the KV cache, and the
+        source would be read again for every case."""
+        if not self.contrast or not hasattr(session, "prefetch_likelihood"):
+            return
+        for case in cases:
+            if all(case.get(p) is not None for p in self.required_params()):
+                session.prefetch_likelihood(self._alone(case), str(case.get(self.target)))
+
     def run(
         self, case: LLMTestCase, session: Any, *, include_reason: bool | None = None
     ) -> MetricResult:
@@ -144,7 +158,7 @@ class LikelihoodMetric(BaseMetric):
         usage = given.usage
         unconditional = None
         if self.contrast:
-            alone = session.likelihood(Prompt(case_blocks(case, []), self.task, case.label), text)
+            alone = session.likelihood(self._alone(case), text)
             unconditional = self._normalised(alone.logprobs)
             usage = usage + alone.usage
             value = conditional - unconditional

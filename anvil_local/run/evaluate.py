@@ -129,7 +129,9 @@ def _run(
 
     def emit(row: CaseRow, index: int, result: MetricResult, cached: bool) -> None:
         model = plan.model
-        result = calibrate(plan.metrics[index], result, model.name, model.sha256)
+        result = calibrate(
+            plan.metrics[index], result, model.name, model.sha256, model.faithful_source()
+        )
         line = ResultLine(row.position, row.case_id, result, model.name, model.sha256, cached)
         outcome.lines.append(line)
         item = Judged(row, plan.metrics[index], line)

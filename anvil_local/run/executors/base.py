@@ -55,6 +55,17 @@ def run_metric(
     )
 
 
+def _prepare(metric: BaseMetric, cases: list[LLMTestCase], session: Any) -> None:
+    """A metric's `prepare`; a failure only costs the reordering (`run` reads for itself
+    and reports its own error)."""
+    try:
+        metric.prepare(cases, session)
+    except (KeyboardInterrupt, ModelLoadError, NativeCrash):
+        raise
+    except Exception as exc:
+        log.debug("preparing %s failed: %s", metric.name, exc)
+
+
 def judge_group(
     group: WorkGroup,
     metrics: list[BaseMetric],
@@ -64,7 +75,12 @@ def judge_group(
     on_start: Callable[[int, int], None] | None = None,
 ) -> bool:
     """Judge a group's pairs back to back on one session, in the scheduler's order
-    (`schedule.pair_order`); True when delivery said stop."""
+    (`schedule.pair_order`), after each metric's `prepare` on the group's cases; True when
+    delivery said stop."""
+    for index, metric in enumerate(metrics):
+        cases = [item.row.case for item in group if index in item.metrics]
+        if cases:
+            _prepare(metric, cases, session)
     for item, index in pair_order(group, metrics):
         if on_start is not None:
             on_start(item.row.position, index)

@@ -16,7 +16,7 @@ from typing import Any
 
 from anvil_local.errors import AnvilError, ModelLoadError, NativeCrash, WorkerCrash
 from anvil_local.judge.model import ResolvedModel
-from anvil_local.judge.settings import default_threads
+from anvil_local.judge.settings import host_threads
 from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.result import MetricResult
 from anvil_local.registry import metric_from_wire, metric_to_wire
@@ -30,7 +30,7 @@ def per_worker(model: ResolvedModel, workers: int) -> ResolvedModel:
     """The model with the cores split over the workers (unless threads were set)."""
     if model.settings.threads is not None:
         return model
-    threads = max(1, default_threads() // workers)
+    threads = max(1, host_threads() // workers)
     return model.with_settings(replace(model.settings, threads=threads))
 
 
