@@ -28,9 +28,17 @@ ARTICLES = (
     "A heatwave is expected to reach the coast by Friday, with temperatures above 35 degrees. "
     "Officials asked residents to drink water and to check on elderly neighbours.",
 )
-SUMMARIES = (
-    ("The library on Elm Street will close in March.", "The council will build a new roof."),
-    ("A heatwave reaches the coast on Friday.", "Officials expect snow and cold on Friday."),
+SUMMARIES = (  # the first and last of each open alike: the scheduler puts them side by side
+    (
+        "The library on Elm Street will close in March.",
+        "The council will build a new roof.",
+        "The library on Elm Street will stay open.",
+    ),
+    (
+        "A heatwave reaches the coast on Friday.",
+        "Officials expect snow and cold on Friday.",
+        "A heatwave reaches the coast next month.",
+    ),
 )
 
 

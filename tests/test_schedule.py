@@ -62,3 +62,19 @@ def test_the_trie_stops_counting_past_its_limit_and_says_so(caplog):
     trie.add([7, 8, 9])
     assert trie.overflowed and trie.add([4, 5]) == 0
     assert "stopped counting the prompt trie past 5 tokens" in caplog.text
+
+
+def test_a_group_runs_in_the_order_of_its_own_fields_so_shared_openings_meet():
+    from anvil_local.run.dataset import CaseRow
+    from anvil_local.run.schedule import trie_order
+    from anvil_local.testcase import LLMTestCase
+
+    outputs = ["The bridge shuts.", "A storm.", "The bridge closes.", "A storm.", "The bus."]
+    items = [
+        Item(CaseRow(i, i + 1, LLMTestCase(input="article", actual_output=text)), (0,))
+        for i, text in enumerate(outputs)
+    ]
+    ordered = [item.row.position for item in trie_order(items)]
+    assert ordered == [1, 3, 2, 0, 4]  # ties keep file order; "The bridge ..." side by side
+    pairs = [(item.row.position, m) for item, m in pair_order(items, [CaseFirst()])]
+    assert pairs == [(p, 0) for p in ordered]

@@ -89,6 +89,8 @@ class LlamaRuntime:
         self.add_bos = self.metadata.get("tokenizer.ggml.add_bos_token", "false") == "true"
         self._tokens: list[int] = []
         self._exact = 0  # leading cache entries computed as a cold evaluation would
+        # the last `logprobs` call (its token list, start, values), while the cache holds it
+        self._scored: tuple[list[int], int, list[float]] | None = None
         self._grammars = None
 
     def _end_tokens(self) -> tuple[int, ...]:
@@ -185,21 +187,37 @@ class LlamaRuntime:
         self._exact = len(tokens)
         return len(tokens), 0
 
+    def _continued(self, tokens: list[int], start: int) -> list[float]:
+        """The values the previous `logprobs` call already holds for this one: targets
+        start, start + 1, ... whose whole prefix is the same (a summary that opens like the
+        previous one), while the KV cache still holds that call."""
+        last = self._scored
+        if last is None or last[0] is not self._tokens:
+            return []
+        previous, previous_start, values = last
+        if previous_start > start:
+            return []
+        common = min(common_prefix(previous, tokens), self._exact)
+        return values[start - previous_start : max(0, common - previous_start)]
+
     def logprobs(self, tokens: Sequence[int], start: int) -> tuple[list[float], int, int]:
         """log P(tokens[j] | tokens[:j]) for every j >= start, in one pass over the
         continuation; returns (log-probabilities, tokens reused, tokens evaluated).
 
-        The prefix tokens[:start - 1] is filled as `prefill` does (its KV entries reused
-        when already there); the rest is decoded in batches of two or more tokens with the
-        logits of every position kept, so each value is what a cold evaluation ending at that
-        position gives."""
+        Values for a leading part of the continuation that the previous call shared are
+        taken from it; the prefix before the rest is filled as `prefill` does (its KV entries
+        reused when already there); the rest is decoded in batches of two or more tokens with
+        the logits of every position kept, so each value is what a cold evaluation ending at
+        that position gives."""
         tokens = list(tokens)
         if not 2 <= start < len(tokens):
             raise ValueError("logprobs needs a prefix of 2+ tokens and a continuation")
-        reused, evaluated = self.prefill(tokens[: start - 1])
+        kept = self._continued(tokens, start)
+        first = min(start + len(kept), len(tokens) - 1)  # the first target to compute
+        values = kept[: first - start]
+        position = first - 1
+        reused, evaluated = self.prefill(tokens[:position])
         llama, lib = self.llama, self._llama_cpp
-        position = start - 1
-        values: list[float] = []
         try:
             llama._ctx.kv_cache_seq_rm(-1, position, -1)
             for size in batches(len(tokens) - position, self.n_batch):
@@ -213,7 +231,7 @@ class LlamaRuntime:
                 ).astype(np.float64)
                 for i in range(size):
                     target = position + i + 1
-                    if start <= target < len(tokens):
+                    if first <= target < len(tokens):
                         row = rows[i]
                         top = row.max()
                         log_total = top + np.log(np.exp(row - top).sum())
@@ -224,7 +242,8 @@ class LlamaRuntime:
             raise ModelError(f"llama.cpp failed to decode: {exc}") from exc
         self._tokens = tokens
         self._exact = len(tokens)
-        return values, reused, evaluated + len(tokens) - (start - 1)
+        self._scored = (tokens, start, values)
+        return values, reused, evaluated + len(tokens) - (first - 1)
 
     def grammars(self):
         """The grammar factory for this model (built on first use)."""

@@ -9,7 +9,8 @@ Inside a group the order of (case, metric) pairs follows each metric's layout
 case's own fields (G-Eval) runs over the group's cases in a row (metric-major), so the input
 is read once per group and the definition once per group and metric; a metric whose prompts
 put the whole case first (DAG, likelihood) runs case-major, so the nodes and metrics looking
-at one case share that case's prefix.
+at one case share that case's prefix. The group's cases go in the order of their own fields
+(`trie_order`), so outputs that open alike meet in the KV cache.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from anvil_local.run.dataset import CaseRow
-from anvil_local.testcase import SHARED_PARAMS
+from anvil_local.testcase import PROMPT_ORDER, SHARED_PARAMS
 
 SHARED_FIELDS = SHARED_PARAMS
+#: The fields that differ between the cases of a prefix group, in prompt order.
+OWN_FIELDS = tuple(p for p in PROMPT_ORDER if p not in SHARED_PARAMS)
 
 
 def prefix_key(row: CaseRow) -> str:
@@ -60,10 +63,27 @@ class _Item(Protocol):
     metrics: tuple[int, ...]
 
 
+def own_key(row: Any) -> tuple[str, ...]:
+    """A case's own fields (what follows the shared prefix in its prompts), as text."""
+    case = getattr(row, "case", None)
+    if case is None:
+        return ()
+    return tuple(json.dumps(case.get(p), ensure_ascii=False) for p in OWN_FIELDS)
+
+
+def trie_order(items: Sequence[_Item]) -> list[Any]:
+    """A group's items sorted by their own fields (ties keep file order). Prompts then come
+    in the order of a depth-first walk of their trie: two outputs that open with the same
+    words run back to back, so the single KV sequence still holds the shared words when the
+    second one is read, and each shared token is read once."""
+    return sorted(items, key=lambda item: own_key(item.row))
+
+
 def pair_order(items: Sequence[_Item], metrics: Sequence[Any]) -> list[tuple[Any, int]]:
     """The (item, metric index) pairs of `items` in the order that keeps prompt prefixes
-    warm: metric-major metrics first (in declared order), then the others case-major.
-    Every pair appears once."""
+    warm: the items in `trie_order`; metric-major metrics first (in declared order), then
+    the others case-major. Every pair appears once."""
+    items = trie_order(items)
     first = [i for i in range(len(metrics)) if getattr(metrics[i], "metric_major", False)]
     order: list[tuple[Any, int]] = []
     for index in first:
