@@ -57,7 +57,7 @@ def _packages() -> list[Finding]:
 
 def _cpu() -> list[Finding]:
     from anvil_local.judge.native import cpu_flags, cpu_identity
-    from anvil_local.judge.settings import default_threads
+    from anvil_local.judge.settings import JudgeSettings, default_threads
     from anvil_local.tuning import tuned_threads
 
     names = [x.split(":", 1)[1].strip() for x in cpu_identity().splitlines() if "model name" in x]
@@ -71,6 +71,11 @@ def _cpu() -> list[Finding]:
             "threads",
             f"{tuned_threads() or default_threads()} (the default for --threads, split over "
             f"--jobs; {'tuned' if tuned_threads() else 'all cores'})",
+        ),
+        Finding(
+            "batch size",
+            f"{JudgeSettings().n_batch} tokens (the default for --batch-size, by rule: a judge "
+            "prompt in one or two batches; any split gives the same logits)",
         ),
     ]
 

@@ -189,12 +189,16 @@ def test_tune_cli_refuses_a_lossy_format_in_one_line():
 
 
 def test_doctor_names_the_default_judge(tmp_path: Path, unpinned):
-    from anvil_local.doctor import _tuning
+    from anvil_local.doctor import _cpu, _tuning
 
+    settings = {f.label: f.value for f in _cpu()}
+    assert settings["batch size"].startswith("512 tokens (the default for --batch-size")
+    assert settings["threads"].endswith("all cores)")
     assert "not tuned on this host yet" in _tuning()[0].value
     entry = fake_conversion(tmp_path)
     tuning._write(profile_for(entry.name, threads=1))
     found = _tuning()[0].value
     assert found.startswith(f"{entry.name}, 1 threads, 400 prompt tokens/s")
     assert json.loads(tuning.profile_path().read_text())["use"] == entry.name
+    assert {f.label: f.value for f in _cpu()}["threads"].startswith("1 (")
     assert default_threads() >= 1
