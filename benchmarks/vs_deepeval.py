@@ -1,8 +1,9 @@
 """anvil against DeepEval in one run: the same GGUF, the same cases, the same host and hour.
 
     pip install -e '.[compare]'        # DeepEval, pinned
-    python benchmarks/vs_deepeval.py --articles 3 [--model smollm2-135m-instruct]
+    python benchmarks/vs_deepeval.py --articles 3
     python benchmarks/vs_deepeval.py --workload dag --rounds 3
+    python benchmarks/vs_deepeval.py --model smollm2-135m-instruct   # one file only
 
 G-Eval (the default workload): the four SummEval G-Eval metrics (`examples/geval/*.toml`,
 steps and rubric pinned, so neither tool writes steps) judge the first 16 summaries of each
@@ -17,17 +18,25 @@ summaries, `--rounds` times.
   the same threads, batch and context. It asks for a score and a reason in one answer.
 - anvil runs `evaluate()` on the same file with no cache and no reason.
 
-The tools take turns article by article (for the DAG, case by case), so a noisy neighbour
-slows both alike. Each keeps its own model instance, so each keeps what its own llama.cpp
-context has read. The raw llama.cpp ceiling of the host
-(prompt and generated tokens/s, the `anvil doctor` probe) is measured at the start, and the
-table says how far above it each tool's time per case is.
+Files: with no `--model`, both tools run on the catalogue's shipped file and on the file
+`anvil models tune` chose for this host (when it differs), so the table holds the same-file
+ratio for each file and the ratio a user sees switching tools: anvil on its tuned default
+against DeepEval on the shipped GGUF. `--model NAME` (plus `--also NAME`, repeatable) names
+the files instead.
+
+The contenders (each tool on each file) take turns article by article (for the DAG, case by
+case), so a noisy neighbour slows all alike. Each keeps its own model instance, so each keeps
+what its own llama.cpp context has read. The raw llama.cpp ceiling of each file (prompt and
+generated tokens/s, the `anvil doctor` probe) is measured at the start, and the table says
+how far above it each contender's time per case is.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from common import ROOT, Timer, fresh_cache, parser, summeval_cases
 
@@ -130,90 +139,122 @@ def deepeval_metrics(metrics, judge):
     return made
 
 
-def ceiling_line(ceiling) -> str:
+def ceiling_line(name: str, ceiling) -> str:
     return (
-        f"raw llama.cpp: {ceiling.prompt_tokens_per_s:.0f} prompt tokens/s, "
+        f"raw llama.cpp, {name}: {ceiling.prompt_tokens_per_s:.0f} prompt tokens/s, "
         f"{ceiling.generated_tokens_per_s:.0f} generated tokens/s"
     )
 
 
-def table(label: str, n: int, seconds: tuple[float, float], theirs, usage, ceiling) -> None:
-    """The comparison table for `n` cases: DeepEval's and anvil's seconds, tokens, ceiling."""
+@dataclass
+class Contender:
+    """One tool on one file, with what it spent over the run."""
+
+    tool: str  # "DeepEval" or "anvil"
+    model: ResolvedModel
+    ceiling: Any
+    llm: Any = None  # DeepEval: the GGUFModel (its token counters); anvil: the loaded judge
+    seconds: float = 0.0
+    usage: Any = None  # anvil: the summed Usage
+    errors: int = 0
+    scores: list = field(default_factory=list)
+
+    @property
+    def file(self) -> str:
+        return Path(self.model.path).name
+
+    def add_usage(self, usage) -> None:
+        self.usage = usage if self.usage is None else self.usage + usage
+
+    def tokens(self, n: int) -> tuple[float, str]:
+        """(tokens per case, how they split) and the seconds at the raw ceiling per case."""
+        rate = self.ceiling
+        if self.tool == "DeepEval":
+            prompt, generated = self.llm.prompt_tokens / n, self.llm.completion_tokens / n
+            floor = prompt / rate.prompt_tokens_per_s + generated / rate.generated_tokens_per_s
+            return (
+                floor,
+                f"{prompt + generated:.0f} (prompt {prompt:.0f}, generated {generated:.0f})",
+            )
+        evaluated, trie = self.usage.evaluated_tokens / n, self.usage.distinct_tokens / n
+        return evaluated / rate.prompt_tokens_per_s, f"{evaluated:.0f} evaluated (trie {trie:.0f})"
+
+
+def table(label: str, n: int, contenders: list[Contender]) -> None:
+    """Seconds and tokens per case for every contender, then the ratios: each file on its
+    own (same GGUF for both tools), and anvil's fastest against DeepEval on the first file."""
     import deepeval
 
-    theirs_per_case, ours_per_case = seconds[0] / n, seconds[1] / n
-    their_tokens = (theirs.prompt_tokens + theirs.completion_tokens) / n
-    floor_theirs = (
-        theirs.prompt_tokens / n / ceiling.prompt_tokens_per_s
-        + theirs.completion_tokens / n / ceiling.generated_tokens_per_s
-    )
-    floor_ours = usage.evaluated_tokens / n / ceiling.prompt_tokens_per_s
     print()
     print(label)
-    print("| tool | s/case | tokens/case | at the raw ceiling s/case | time above it |")
-    print("|---|---|---|---|---|")
-    print(
-        f"| DeepEval {deepeval.__version__} | {theirs_per_case:.2f} | {their_tokens:.0f} "
-        f"(prompt {theirs.prompt_tokens / n:.0f}, generated {theirs.completion_tokens / n:.0f}) "
-        f"| {floor_theirs:.2f} | {theirs_per_case / floor_theirs:.2f}x |"
-    )
-    print(
-        f"| anvil | {ours_per_case:.2f} | {usage.evaluated_tokens / n:.0f} evaluated "
-        f"(prompt trie {usage.distinct_tokens / n:.0f}) | {floor_ours:.2f} "
-        f"| {ours_per_case / floor_ours:.2f}x |"
-    )
-    print(f"ratio: anvil is {theirs_per_case / ours_per_case:.1f}x faster per case")
-    print(
-        f"anvil tokens evaluated / prompt trie: "
-        f"{usage.evaluated_tokens / max(1, usage.distinct_tokens):.2f}x"
-    )
+    print("| tool | file | s/case | tokens/case | at the raw ceiling s/case | time above it |")
+    print("|---|---|---|---|---|---|")
+    for c in contenders:
+        floor, tokens = c.tokens(n)
+        tool = f"DeepEval {deepeval.__version__}" if c.tool == "DeepEval" else "anvil"
+        print(
+            f"| {tool} | {c.file} | {c.seconds / n:.2f} | {tokens} | {floor:.2f} "
+            f"| {c.seconds / n / floor:.2f}x |"
+        )
+    theirs = {c.file: c for c in contenders if c.tool == "DeepEval"}
+    ours = {c.file: c for c in contenders if c.tool == "anvil"}
+    for file, c in ours.items():
+        print(
+            f"same file, {file}: anvil is {theirs[file].seconds / c.seconds:.1f}x faster per case"
+        )
+    first = contenders[0]
+    fastest = min(ours.values(), key=lambda c: c.seconds)
+    if fastest.file != first.file:
+        print(
+            f"anvil on {fastest.file} against DeepEval on {first.file}: "
+            f"{first.seconds / fastest.seconds:.1f}x faster per case"
+        )
+    for c in ours.values():
+        ratio = c.usage.evaluated_tokens / max(1, c.usage.distinct_tokens)
+        print(f"anvil tokens evaluated / prompt trie, {c.file}: {ratio:.2f}x")
+    for c in theirs.values():
+        print(
+            f"DeepEval on {c.file}: answers that failed to parse {c.llm.failures}, "
+            f"metric errors {c.errors} of its calls"
+        )
 
 
-def run_geval(args, model, judge, theirs, ceiling) -> None:
+def run_geval(args, contenders: list[Contender]) -> None:
     from deepeval.test_case import LLMTestCase as DeepEvalCase
 
     cases = summeval_cases(args.data, args.articles, args.per_article)
     metrics = [load_metric(ROOT / "examples" / "geval" / f"{n}.toml") for n in NAMES]
-    their_metrics = deepeval_metrics(metrics, theirs)
+    theirs = {id(c): deepeval_metrics(metrics, c.llm) for c in contenders if c.tool == "DeepEval"}
     by_article: dict[str, list] = {}
     for case in cases:
         by_article.setdefault(case.input, []).append(case)
     print(f"{len(cases)} cases from {len(by_article)} articles x {len(metrics)} G-Eval metrics")
 
-    their_seconds = ours_seconds = 0.0
-    ours_usage = None
-    errors = 0
     with fresh_cache():
         for number, group in enumerate(by_article.values(), 1):
-            with Timer() as t:
-                for case in group:
-                    dc = DeepEvalCase(input=case.input, actual_output=case.actual_output)
-                    for metric in their_metrics:
-                        try:
-                            metric.measure(dc, _show_indicator=False)
-                        except Exception:  # a cut or malformed answer: DeepEval gives up
-                            errors += 1
-            their_seconds += t.seconds
-            with Timer() as t:
-                outcome = evaluate(
-                    group, metrics, model=judge, use_cache=False, include_reason=False
-                )
-            ours_seconds += t.seconds
-            usage = outcome.usage
-            ours_usage = usage if ours_usage is None else ours_usage + usage
-            print(
-                f"  article {number}: DeepEval {their_seconds:7.1f} s, anvil "
-                f"{ours_seconds:6.1f} s so far",
-                flush=True,
-            )
-    table("G-Eval", len(cases), (their_seconds, ours_seconds), theirs, ours_usage, ceiling)
-    print(
-        f"DeepEval answers that failed to parse: {theirs.failures}, metric errors: {errors} "
-        f"of {len(cases) * len(metrics)}"
-    )
+            for c in contenders:
+                with Timer() as t:
+                    if c.tool == "DeepEval":
+                        for case in group:
+                            dc = DeepEvalCase(input=case.input, actual_output=case.actual_output)
+                            for metric in theirs[id(c)]:
+                                try:
+                                    metric.measure(dc, _show_indicator=False)
+                                except Exception:  # a cut or malformed answer: it gives up
+                                    c.errors += 1
+                    else:
+                        outcome = evaluate(
+                            group, metrics, model=c.llm, use_cache=False, include_reason=False
+                        )
+                c.seconds += t.seconds
+                if c.tool == "anvil":
+                    c.add_usage(outcome.usage)
+            so_far = ", ".join(f"{c.tool} {c.file} {c.seconds:.1f} s" for c in contenders)
+            print(f"  article {number}: {so_far}", flush=True)
+    table("G-Eval", len(cases), contenders)
 
 
-def run_dag(args, model, judge, theirs, ceiling) -> None:
+def run_dag(args, contenders: list[Contender]) -> None:
     import json
 
     from deepeval.metrics import DAGMetric
@@ -226,75 +267,89 @@ def run_dag(args, model, judge, theirs, ceiling) -> None:
     rows = (ROOT / "examples" / "meeting_summaries.jsonl").read_text().splitlines()
     cases = [LLMTestCase(**json.loads(x)) for x in rows]
     metric = load_metric(ROOT / "examples" / "headings_llm.toml")
-    dag = DeepAcyclicGraph.from_dict(to_deepeval(metric.to_dict()))
-    their_metric = DAGMetric(
-        name=metric.name,
-        dag=dag,
-        model=theirs,
-        include_reason=False,
-        async_mode=False,
-        verbose_mode=False,
-    )
+    theirs = {
+        id(c): DAGMetric(
+            name=metric.name,
+            dag=DeepAcyclicGraph.from_dict(to_deepeval(metric.to_dict())),
+            model=c.llm,
+            include_reason=False,
+            async_mode=False,
+            verbose_mode=False,
+        )
+        for c in contenders
+        if c.tool == "DeepEval"
+    }
     print(f"{len(cases)} meeting summaries x {args.rounds} rounds, {metric.name}")
-    their_seconds = ours_seconds = 0.0
-    ours_usage = None
-    errors = agree = 0
-    pairs: list[tuple[float | None, float | None]] = []
     with fresh_cache():
         for _ in range(args.rounds):
-            judge.trie.__init__()  # the trie of one pass: rounds repeat the same prompts
+            for c in contenders:
+                if c.tool == "anvil":
+                    c.llm.trie.__init__()  # the trie of one pass: rounds repeat the prompts
             for case in cases:
                 dc = DeepEvalCase(input=case.input or "", actual_output=case.actual_output)
-                their_score = None
-                with Timer() as t:
-                    try:
-                        their_score = their_metric.measure(dc, _show_indicator=False)
-                    except Exception:  # a cut or malformed answer: DeepEval gives up
-                        errors += 1
-                their_seconds += t.seconds
-                with Timer() as t:
-                    outcome = evaluate(
-                        [case], [metric], model=judge, use_cache=False, include_reason=False
-                    )
-                ours_seconds += t.seconds
-                ours_usage = outcome.usage if ours_usage is None else ours_usage + outcome.usage
-                ours = outcome.lines[0].result.score
-                pairs.append((their_score, ours))
-                if their_score is not None and ours is not None and abs(their_score - ours) < 1e-6:
-                    agree += 1
-    n = len(cases) * args.rounds
-    table("headings DAG", n, (their_seconds, ours_seconds), theirs, ours_usage, ceiling)
-    print(
-        f"DeepEval answers that failed to parse: {theirs.failures}, metric errors: {errors} "
-        f"of {n}; same score from both tools: {agree} of {n}"
-    )
-    print("scores, first round (DeepEval, anvil):", pairs[: len(cases)])
+                for c in contenders:
+                    score = None
+                    with Timer() as t:
+                        if c.tool == "DeepEval":
+                            try:
+                                score = theirs[id(c)].measure(dc, _show_indicator=False)
+                            except Exception:  # a cut or malformed answer: it gives up
+                                c.errors += 1
+                        else:
+                            outcome = evaluate(
+                                [case], [metric], model=c.llm, use_cache=False,
+                                include_reason=False,
+                            )  # fmt: skip
+                    c.seconds += t.seconds
+                    if c.tool == "anvil":
+                        c.add_usage(outcome.usage)
+                        score = outcome.lines[0].result.score
+                    c.scores.append(score)
+    table("headings DAG", len(cases) * args.rounds, contenders)
+    for c in contenders:
+        print(f"scores, first round, {c.tool} on {c.file}: {c.scores[: len(cases)]}")
+
+
+def default_files() -> list[str]:
+    """The catalogue's shipped file, then the host's tuned default when it is another file."""
+    from anvil_local.catalogue import default_entry
+
+    shipped = default_entry().name
+    tuned = ResolvedModel.resolve(None)
+    return [shipped] if tuned.name == shipped else [shipped, tuned.name]
 
 
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
+    p.set_defaults(model=None)
     p.add_argument("--workload", choices=["geval", "dag"], default="geval")
     p.add_argument("--articles", type=int, default=3, help="documents, 16 summaries each")
     p.add_argument("--per-article", type=int, default=16)
     p.add_argument("--rounds", type=int, default=3, help="DAG: passes over the 4 cases")
+    p.add_argument(
+        "--also", action="append", default=[], help="another file both tools run (repeatable)"
+    )
     args = p.parse_args()
     try:
         import deepeval
     except ImportError:
         raise SystemExit("DeepEval is not installed: pip install -e '.[compare]'") from None
 
-    model = ResolvedModel.resolve(args.model)
-    threads = model.settings.resolved_threads()
-    ceiling = probe(Path(model.path), threads, throughput=True)
-    judge = get_judge(model)
-    theirs = make_deepeval_model(model)
-    print(f"model {model.name} ({Path(model.path).name}), {threads} threads")
-    print(f"DeepEval {deepeval.__version__}, llama.cpp {ceiling.llama_cpp_version}")
-    print(ceiling_line(ceiling))
+    names = [args.model, *args.also] if args.model else default_files()
+    contenders: list[Contender] = []
+    for name in names:
+        model = ResolvedModel.resolve(name)
+        threads = model.settings.resolved_threads()
+        ceiling = probe(Path(model.path), threads, throughput=True)
+        print(f"model {model.name} ({Path(model.path).name}), {threads} threads")
+        print(ceiling_line(Path(model.path).name, ceiling))
+        contenders.append(Contender("DeepEval", model, ceiling, make_deepeval_model(model)))
+        contenders.append(Contender("anvil", model, ceiling, get_judge(model)))
+    print(f"DeepEval {deepeval.__version__}, llama.cpp {contenders[0].ceiling.llama_cpp_version}")
     if args.workload == "geval":
-        run_geval(args, model, judge, theirs, ceiling)
+        run_geval(args, contenders)
     else:
-        run_dag(args, model, judge, theirs, ceiling)
+        run_dag(args, contenders)
 
 
 if __name__ == "__main__":

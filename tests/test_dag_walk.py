@@ -137,7 +137,7 @@ def test_a_geval_leaf_keeps_its_steps_rubric_and_strict_mode():
         evaluation_params=OUT,
         children=[VerdictNode(True, child=graded), VerdictNode(False, child=strict)],
     )
-    judge = FakeJudge(choices={"present": [0.7, 0.3]}, scores={"how well": [0.0] * 8 + [1.0]})
+    judge = FakeJudge(choices={"present": [0.7, 0.3]}, scores={"Score (": [0.0] * 8 + [1.0]})
     metric = DAGMetric("Mixed", DeepAcyclicGraph([root]), include_reason=False)
     assert metric.measure(CASE, judge) == pytest.approx(1.0)
     kind, prompt, score_range = judge.calls[1]
@@ -145,7 +145,7 @@ def test_a_geval_leaf_keeps_its_steps_rubric_and_strict_mode():
     definition = prompt.blocks[1]  # G-Eval's prompts open with the definition, then the case
     assert "Check the body." in definition and "5-8: good" in definition
     assert prompt.blocks[-1].startswith("Actual Output:")
-    judge = FakeJudge(choices={"present": [0.2, 0.8], "fully meet": [0.9, 0.1]})
+    judge = FakeJudge(choices={"present": [0.2, 0.8], "Verdict (": [0.9, 0.1]})
     assert metric.measure(CASE, judge) == 1.0
     assert judge.calls[1][2] == ("Yes", "No")
     assert metric.trace.to_dict()["leaves"][0]["metric"]["metric"] == "Gate"

@@ -82,7 +82,7 @@ def test_steps_win_over_criteria_and_strict_forces_threshold_one():
 def test_weighted_score_is_the_exact_expectation_normalised():
     probs = [0.0] * 11
     probs[10], probs[6], probs[1] = 0.5, 0.25, 0.25
-    judge = FakeJudge(scores={"how well": probs})
+    judge = FakeJudge(scores={"Score (": probs})
     result = make(include_reason=False).run(CASE, judge)
     assert result.score == pytest.approx((10 * 0.5 + 6 * 0.25 + 1 * 0.25) / 10)
     assert result.trace.to_dict()["distribution"]["10"] == 0.5
@@ -90,7 +90,7 @@ def test_weighted_score_is_the_exact_expectation_normalised():
 
 
 def test_rubric_range_normalises_over_its_span():
-    judge = FakeJudge(scores={"how well": [0.0, 0.5, 0.0, 0.5]})  # scores 2..5
+    judge = FakeJudge(scores={"Score (": [0.0, 0.5, 0.0, 0.5]})  # scores 2..5
     metric = make(rubric=[Rubric((2, 3), "weak"), Rubric((4, 5), "strong")], include_reason=False)
     result = metric.run(CASE, judge)
     assert judge.calls[0][2] == (2, 5)
@@ -111,17 +111,17 @@ def test_multi_token_ten_through_the_real_judge_arithmetic():
 
 
 def test_strict_mode_is_a_binary_verdict_with_both_probabilities():
-    judge = FakeJudge(choices={"fully meet": [0.3, 0.7]})
+    judge = FakeJudge(choices={"Verdict (": [0.3, 0.7]})
     result = make(strict_mode=True, include_reason=False).run(CASE, judge)
     assert result.score == 0.0 and result.success is False
     assert result.trace.to_dict()["probabilities"] == {"Yes": 0.3, "No": 0.7}
 
 
 def test_reason_comes_after_the_score_and_does_not_change_it():
-    judge = FakeJudge(scores={"how well": [0.1] * 10 + [0.0]}, texts={"reason": "Fine."})
+    judge = FakeJudge(scores={"Score (": [0.1] * 10 + [0.0]}, texts={"reason": "Fine."})
     with_reason = make().run(CASE, judge)
     without = make(include_reason=False).run(
-        CASE, FakeJudge(scores={"how well": [0.1] * 10 + [0.0]})
+        CASE, FakeJudge(scores={"Score (": [0.1] * 10 + [0.0]})
     )
     assert judge.kinds() == ["score", "generate"]
     assert with_reason.reason == "Fine." and without.reason is None

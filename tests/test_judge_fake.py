@@ -144,3 +144,30 @@ def test_a_task_node_budget_and_stop_shape_its_output_and_mark_a_cut():
     cut = graph(max_tokens=5).run(case, judge).trace.to_dict()["path"][0]
     assert cut["output"] == "Intro" and cut["truncated"] is True
     assert graph(max_tokens=5, stop=["\n\n"]).to_dict()["nodes"]["task-1"]["max_tokens"] == 5
+
+
+def test_a_trie_count_that_stopped_at_its_limit_is_marked_in_the_summary():
+    from anvil_local import GEval, LLMTestCase, SingleTurnParams, evaluate
+    from anvil_local.judge.trie import PromptTrie
+    from anvil_local.metrics.result import MetricResult
+    from anvil_local.run.report import render_summary
+
+    judge = fake_judge()
+    metric = GEval(
+        "Brevity",
+        criteria="Short.",
+        evaluation_steps=["Check the length."],
+        evaluation_params=[SingleTurnParams.ACTUAL_OUTPUT],
+        include_reason=False,
+    )
+    case = LLMTestCase(input="A document.", actual_output="A summary.")
+    whole = evaluate([case], [metric], model=judge, use_cache=False)
+    assert not whole.usage.trie_capped
+    assert "counting stopped" not in render_summary(whole)
+
+    judge.trie = PromptTrie(limit=5)  # far fewer positions than one prompt holds
+    capped = evaluate([case], [metric], model=judge, use_cache=False)
+    usage = capped.lines[0].result.usage
+    assert usage.trie_capped and capped.usage.trie_capped
+    assert MetricResult.from_dict(capped.lines[0].result.to_dict()).usage.trie_capped
+    assert "(counting stopped at the trie's limit: too small)" in render_summary(capped)

@@ -272,7 +272,7 @@ def test_calibration_is_read_from_a_metric_dict_but_not_part_of_its_definition()
 def test_evaluate_writes_calibrated_scores_and_caches_raw_ones(tmp_path):
     metric = consistency()
     metric.calibration = Calibration({"fake-judge": ScoreMap((0.0, 1.0), (0.2, 0.4), SHA)})
-    judge = FakeJudge(scores={"how well": [0, 0, 0, 0, 1.0]})  # raw score 1.0
+    judge = FakeJudge(scores={"Score (": [0, 0, 0, 0, 1.0]})  # raw score 1.0
     out = tmp_path / "results.jsonl"
     first = evaluate([CASE], [metric], model=judge, out=out)
     assert first.lines[0].result.score == pytest.approx(0.4)

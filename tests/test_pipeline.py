@@ -24,7 +24,7 @@ from tests.fakes import FakeJudge
 from tests.plugin_metric import KeywordMetric
 
 P = [SingleTurnParams.INPUT, SingleTurnParams.ACTUAL_OUTPUT]
-SCORES = {"how well": [0.0] * 8 + [0.5, 0.5, 0.0]}
+SCORES = {"Score (": [0.0] * 8 + [0.5, 0.5, 0.0]}
 
 
 def geval(name: str = "Coherence") -> GEval:

@@ -12,7 +12,7 @@ from anvil_local.run.junit import junit_xml
 from tests.fakes import FakeJudge
 
 P = [SingleTurnParams.INPUT, SingleTurnParams.ACTUAL_OUTPUT]
-SCORES = {"how well": [0.0] * 8 + [0.5, 0.5, 0.0]}  # 8.5 / 10
+SCORES = {"Score (": [0.0] * 8 + [0.5, 0.5, 0.0]}  # 8.5 / 10
 
 
 def metric(name="Coherence", **kw) -> GEval:

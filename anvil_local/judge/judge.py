@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import OrderedDict
@@ -109,6 +110,8 @@ class Judge:
         return tokens
 
     def _record(self, usage: Usage) -> Usage:
+        if self.trie.overflowed:  # the distinct count stopped: say so wherever it is shown
+            usage = dataclasses.replace(usage, trie_capped=True)
         self.usage = self.usage + usage
         return usage
 

@@ -9,13 +9,15 @@ from dataclasses import dataclass
 class Usage:
     """Tokens of one or more calls: the prompt's length, the part reused from the KV cache,
     what llama.cpp actually evaluated (prompt suffix + answer decodes), and how many token
-    positions were new to the run's prompt trie (see `judge/trie.py`)."""
+    positions were new to the run's prompt trie (see `judge/trie.py`), and whether that count
+    stopped at the trie's limit (the distinct figure is then too small)."""
 
     prompt_tokens: int = 0
     reused_tokens: int = 0
     evaluated_tokens: int = 0
     calls: int = 0
     distinct_tokens: int = 0
+    trie_capped: bool = False
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -24,16 +26,20 @@ class Usage:
             self.evaluated_tokens + other.evaluated_tokens,
             self.calls + other.calls,
             self.distinct_tokens + other.distinct_tokens,
+            bool(self.trie_capped or other.trie_capped),
         )
 
     def to_dict(self) -> dict[str, int]:
-        return {
+        data = {
             "prompt_tokens": self.prompt_tokens,
             "reused_tokens": self.reused_tokens,
             "evaluated_tokens": self.evaluated_tokens,
             "calls": self.calls,
             "distinct_tokens": self.distinct_tokens,
         }
+        if self.trie_capped:
+            data["trie_capped"] = 1
+        return data
 
 
 @dataclass(frozen=True)

@@ -329,6 +329,8 @@ class GEval(BaseMetric):
     # -- judging -------------------------------------------------------------------------
 
     def _definition_block(self, steps: list[str]) -> str:
+        """Criteria, steps, rubric and the task itself: everything a pair shares with the
+        other outputs of its input, so the question is read once per group, not per pair."""
         lines = [f"Evaluation criteria ({self.name}):"]
         if self.criteria:
             lines.append(self.criteria.strip())
@@ -339,14 +341,17 @@ class GEval(BaseMetric):
             lines.append("")
             lines.append("Rubric:")
             lines += [r.line() for r in self.rubric]
+        lines.append("")
+        lines.append(f"Task: {self.task()}")
         return "\n".join(lines) + "\n\n"
 
     def _blocks(self, case: LLMTestCase, steps: list[str]) -> tuple[str, ...]:
         """Header, worked examples, the fields cases share (the input), the definition
-        (criteria, steps, rubric), then the case's own fields (the output) and, last, the
-        question. Cases with one input and many outputs then share everything up to the
-        output: the scheduler runs this metric over such a group back to back, so the input
-        is read once per group and the definition once per group and metric."""
+        (criteria, steps, rubric, task), then the case's own fields (the output) and, last, a
+        short cue for the answer. Cases with one input and many outputs then share everything
+        up to the output: the scheduler runs this metric over such a group back to back, so
+        the input is read once per group, the definition once per group and metric, and a
+        pair costs only its output and the cue."""
         shared = [p for p in self.evaluation_params if p in SHARED_PARAMS]
         own = [p for p in self.evaluation_params if p not in SHARED_PARAMS]
         examples = examples_block(self.examples, self.name)
@@ -380,22 +385,26 @@ class GEval(BaseMetric):
         return found.choice, found.raw, found.prior
 
     def _question(self) -> str:
-        return self.strict_question() if self.strict_mode else self.score_question()
+        """The cue after the output (the task itself is in the definition block)."""
+        if self.strict_mode:
+            return "Verdict (Yes or No):"
+        lo, hi = self.score_range
+        return f"Score ({lo} to {hi}):"
 
     def _fields(self) -> str:
         return fields_phrase(self.evaluation_params)
 
-    def score_question(self) -> str:
+    def task(self) -> str:
+        """What the judge is asked, stated before the case's own fields."""
+        if self.strict_mode:
+            return (
+                f"following the evaluation steps, decide whether {self._fields()} fully meet "
+                "the criteria. Reply with Yes or No only."
+            )
         lo, hi = self.score_range
         return (
-            f"Following the evaluation steps, how well do {self._fields()} meet the criteria? "
-            f"Give a score from {lo} (worst) to {hi} (best). Reply with the number only."
-        )
-
-    def strict_question(self) -> str:
-        return (
-            f"Following the evaluation steps, do {self._fields()} fully meet the criteria? "
-            "Reply with Yes or No only."
+            f"following the evaluation steps, score how well {self._fields()} meet the "
+            f"criteria, from {lo} (worst) to {hi} (best). Reply with the number only."
         )
 
     def run(

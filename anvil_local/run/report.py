@@ -47,8 +47,12 @@ def render_summary(outcome: EvaluationResult, out: Path | None = None) -> str:
         )
         if usage.distinct_tokens:
             over = usage.evaluated_tokens / usage.distinct_tokens
+            capped = ""
+            if usage.trie_capped:
+                capped = " (counting stopped at the trie's limit: too small)"
             lines.append(
-                f"prompt trie: {usage.distinct_tokens} distinct tokens; evaluated {over:.2f}x that"
+                f"prompt trie: {usage.distinct_tokens} distinct tokens{capped}; "
+                f"evaluated {over:.2f}x that"
             )
     if outcome.interrupted:
         where = f" to {out}" if out else ""
