@@ -167,7 +167,7 @@ class Contender:
         self.usage = usage if self.usage is None else self.usage + usage
 
     def tokens(self, n: int) -> tuple[float, str]:
-        """(tokens per case, how they split) and the seconds at the raw ceiling per case."""
+        """(seconds per case at the raw ceiling, tokens per case and how they split)."""
         rate = self.ceiling
         if self.tool == "DeepEval":
             prompt, generated = self.llm.prompt_tokens / n, self.llm.completion_tokens / n

@@ -330,7 +330,7 @@ class GEval(BaseMetric):
 
     def _definition_block(self, steps: list[str]) -> str:
         """Criteria, steps, rubric and the task itself: everything a pair shares with the
-        other outputs of its input, so the question is read once per group, not per pair."""
+        other outputs of its input, so the task is read once per group, not once per pair."""
         lines = [f"Evaluation criteria ({self.name}):"]
         if self.criteria:
             lines.append(self.criteria.strip())
