@@ -21,8 +21,8 @@ summaries, `--rounds` times.
 Files: with no `--model`, both tools run on the catalogue's shipped file and on the file
 `anvil models tune` chose for this host (when it differs), so the table holds the same-file
 ratio for each file and the ratio a user sees switching tools: anvil on its tuned default
-against DeepEval on the shipped GGUF. `--model NAME` (plus `--also NAME`, repeatable) names
-the files instead.
+against DeepEval on the shipped GGUF. `--model NAME` runs that file alone instead, and
+`--also NAME` (repeatable) adds a file to either set.
 
 The contenders (each tool on each file) take turns article by article (for the DAG, case by
 case), so a noisy neighbour slows all alike. Each keeps its own model instance, so each keeps
@@ -321,13 +321,16 @@ def default_files() -> list[str]:
 
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
-    p.set_defaults(model=None)
     p.add_argument("--workload", choices=["geval", "dag"], default="geval")
     p.add_argument("--articles", type=int, default=3, help="documents, 16 summaries each")
     p.add_argument("--per-article", type=int, default=16)
     p.add_argument("--rounds", type=int, default=3, help="DAG: passes over the 4 cases")
     p.add_argument(
-        "--also", action="append", default=[], help="another file both tools run (repeatable)"
+        "--also",
+        action="append",
+        default=[],
+        help="another file both tools run (repeatable); without --model the run already "
+        "holds the shipped and the tuned file",
     )
     args = p.parse_args()
     try:
@@ -335,7 +338,8 @@ def main() -> None:
     except ImportError:
         raise SystemExit("DeepEval is not installed: pip install -e '.[compare]'") from None
 
-    names = [args.model, *args.also] if args.model else default_files()
+    names = [args.model] if args.model else default_files()
+    names += [name for name in args.also if name not in names]
     contenders: list[Contender] = []
     for name in names:
         model = ResolvedModel.resolve(name)
