@@ -41,6 +41,34 @@ def test_contrast_subtracts_the_likelihood_without_the_source():
     assert all(p.question == "Summarise the Input." for p in prompts)
 
 
+def test_min_without_contrast_is_the_least_likely_token():
+    judge = FakeJudge(likelihoods={"bridge closes": [-0.5, -4.0, -1.0]})
+    result = LikelihoodMetric("L", normalise="min").run(CASE, judge)
+    assert result.trace.value == pytest.approx(-4.0)
+    assert result.score == pytest.approx(math.exp(-4.0))
+    assert result.trace.weakest == 1 and result.trace.to_dict()["weakest_token"] == 1
+    assert any("'shut' (#1)" in line for line in result.trace.lines())
+
+
+def test_min_with_contrast_takes_the_difference_token_by_token():
+    # given the document: [-1, -3, -0.5]; without it: [-4, -2.5, -3]. Per token the document
+    # adds [+3, -0.5, +2.5]: the least supported token is the second, value -0.5. (The
+    # difference of the two minimums, -3 - -4 = +1, would miss it.)
+    judge = FakeJudge(likelihoods={"bridge closes": [-1.0, -3.0, -0.5], "": [-4.0, -2.5, -3.0]})
+    result = LikelihoodMetric("L", normalise="min", contrast=True).run(CASE, judge)
+    assert result.trace.weakest == 1
+    assert result.trace.conditional == pytest.approx(-3.0)
+    assert result.trace.unconditional == pytest.approx(-2.5)
+    assert result.trace.value == pytest.approx(-0.5)
+    assert result.score == pytest.approx(1 / (1 + math.exp(0.5)))
+
+
+def test_mean_and_sum_traces_name_no_single_token():
+    judge = FakeJudge(likelihoods={"bridge closes": [-1.0] * 3, "": [-3.0] * 3})
+    result = LikelihoodMetric("L", contrast=True).run(CASE, judge)
+    assert result.trace.weakest is None and "weakest_token" not in result.trace.to_dict()
+
+
 def test_definition_round_trips_and_bad_fields_are_refused():
     metric = LikelihoodMetric("L", contrast=True, normalise="sum")
     assert metric_from_dict(metric.to_dict()).to_dict() == metric.to_dict()
@@ -50,3 +78,23 @@ def test_definition_round_trips_and_bad_fields_are_refused():
         LikelihoodMetric("L", evaluation_params=["actual_output"])
     with pytest.raises(MetricDefinitionError, match="unknown likelihood metric field"):
         metric_from_dict({"type": "likelihood", "name": "L", "temperature": 1})
+
+
+def test_two_contrasts_with_one_task_share_each_prefetched_reading():
+    """Both metrics prefetch the same reading without the document; each finds it, so no
+    reading without the document falls between two readings of documents."""
+    from anvil_local.judge.session import JudgeSession
+
+    judge = FakeJudge(likelihoods={"bridge closes": [-1.0] * 3, "": [-3.0] * 3})
+    session = JudgeSession(judge)
+    metrics = [
+        LikelihoodMetric("mean", contrast=True),
+        LikelihoodMetric("min", contrast=True, normalise="min"),
+    ]
+    for metric in metrics:
+        metric.prepare([CASE], session)
+    results = [metric.run(CASE, session) for metric in metrics]
+    readings = ["bridge closes" in "".join(p.blocks) for kind, p, _ in judge.calls]
+    assert readings == [False, True, True]  # one prefetched reading alone, then the two given
+    assert [r.trace.unconditional for r in results] == [-3.0, -3.0]
+    assert session._likelihoods == {}  # nothing kept beyond the calls it was read for

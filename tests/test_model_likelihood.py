@@ -46,3 +46,23 @@ def test_summaries_of_one_document_reuse_its_tokens(judge):
     assert second.usage.reused_tokens > len(DOC.split())  # the document was not read again
     assert second.usage.evaluated_tokens < first.usage.prompt_tokens / 2
     assert 0 < first.score < 1 and 0 < second.score < 1
+
+
+def test_min_contrast_is_the_least_supported_token_of_the_two_readings(judge):
+    """normalise = "min" with contrast on the real model: the per-token difference of the
+    readings with and without the document (each equal to the logits, test above), at its
+    minimum."""
+    case = LLMTestCase(input=DOC, actual_output="The bridge closes Friday for repairs.")
+    task = "Summarise the Input."
+    metric = LikelihoodMetric("L", task=task, normalise="min", contrast=True)
+    result = metric.run(case, judge)
+    with_doc = Prompt(case_blocks(case, [SingleTurnParams.INPUT]), task)
+    given = judge.likelihood(with_doc, case.actual_output).logprobs
+    alone = judge.likelihood(Prompt(case_blocks(case, []), task), case.actual_output).logprobs
+    differences = [g - a for g, a in zip(given, alone, strict=True)]
+    weakest = int(np.argmin(differences))
+    assert result.trace.weakest == weakest
+    assert result.trace.value == differences[weakest]  # the same exact readings
+    assert result.score == pytest.approx(1 / (1 + np.exp(-differences[weakest])), abs=1e-9)
+    # the value is not the difference of the two minimums
+    assert result.trace.value != pytest.approx(min(given) - min(alone), abs=1e-3)

@@ -49,7 +49,8 @@ class JudgeSession:
         self.steps_store = steps
         self._steps: dict[str, list[str]] = {}
         self._priors: dict[str, list[float]] = {}
-        self._likelihoods: dict[tuple[Prompt, str], LikelihoodResult] = {}
+        # prefetched readings, each with the number of `likelihood` calls still owed it
+        self._likelihoods: dict[tuple[Prompt, str], tuple[LikelihoodResult, int]] = {}
 
     @property
     def judge(self) -> Any:
@@ -81,16 +82,29 @@ class JudgeSession:
         return self.judge.decode_choice(prompt, options)
 
     def likelihood(self, prompt: Prompt, continuation: str) -> LikelihoodResult:
-        kept = self._likelihoods.pop((prompt, continuation), None)
-        return kept if kept is not None else self.judge.likelihood(prompt, continuation)
+        key = (prompt, continuation)
+        kept = self._likelihoods.get(key)
+        if kept is None:
+            return self.judge.likelihood(prompt, continuation)
+        result, owed = kept
+        if owed > 1:
+            self._likelihoods[key] = (result, owed - 1)
+        else:
+            del self._likelihoods[key]
+        return result
 
     def prefetch_likelihood(self, prompt: Prompt, continuation: str) -> None:
-        """Read a likelihood now and keep it for the next identical `likelihood` call (once),
-        so a metric's `prepare` can order prompts for prefix reuse; the values are those of
-        a cold read (prefix reuse in the KV cache is exact)."""
+        """Read a likelihood now and keep it for the next identical `likelihood` call, once
+        per prefetch: two metrics that prefetch the same reading (two contrasts with one
+        task) both find it, instead of the second reading it between two documents' prompts
+        and evicting the document. The values are those of a cold read (prefix reuse in the
+        KV cache is exact)."""
         key = (prompt, continuation)
-        if key not in self._likelihoods:
-            self._likelihoods[key] = self.judge.likelihood(prompt, continuation)
+        kept = self._likelihoods.get(key)
+        if kept is None:
+            self._likelihoods[key] = (self.judge.likelihood(prompt, continuation), 1)
+        else:
+            self._likelihoods[key] = (kept[0], kept[1] + 1)
 
     @property
     def usage(self) -> Usage:

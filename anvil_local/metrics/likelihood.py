@@ -5,9 +5,13 @@ Input."); the score comes from the log-probability of each token of the Actual O
 answer, read in one forward pass with no generation. Small models that answer questions
 close to chance still rank texts by likelihood with real signal (see DESIGN.md).
 
-- `normalise = "mean"` (default): the mean log-probability per token; `"sum"`: the total.
+- `normalise = "mean"` (default): the mean log-probability per token; `"sum"`: the total;
+  `"min"`: the least likely token. A small edit (one wrong name or number in an otherwise
+  faithful summary) hides in a mean over 40 tokens but is the minimum.
 - `contrast = true`: minus the same quantity without the source fields (the output's
-  unconditional likelihood), so fluent but unsupported text stops scoring well.
+  unconditional likelihood), so fluent but unsupported text stops scoring well. With
+  "min", the contrast is taken token by token first: the value is the token the source
+  supports least (its log-probability with the source minus without it).
 - The stated transform to 0..1: exp(value) without contrast (for "mean", the geometric mean
   of the token probabilities); the logistic 1 / (1 + exp(-value)) with contrast.
 """
@@ -35,7 +39,7 @@ from anvil_local.metrics.result import Trace
 from anvil_local.registry import register_metric
 from anvil_local.testcase import LLMTestCase, SingleTurnParams, as_param
 
-_NORMALISE = ("mean", "sum")
+_NORMALISE = ("mean", "sum", "min")
 
 
 @dataclass
@@ -46,6 +50,7 @@ class LikelihoodTrace(Trace):
     unconditional: float | None  # the same without the source (contrast only)
     value: float  # what the transform maps to the score
     transform: str
+    weakest: int | None = None  # "min": the index of the token the value comes from
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -56,6 +61,8 @@ class LikelihoodTrace(Trace):
             "transform": self.transform,
             "tokens": [[t, lp] for t, lp in zip(self.tokens, self.logprobs, strict=True)],
         }
+        if self.weakest is not None:
+            data["weakest_token"] = self.weakest
         return data
 
     def lines(self) -> list[str]:
@@ -63,6 +70,8 @@ class LikelihoodTrace(Trace):
         if self.unconditional is not None:
             lines.append(f"  without the source: {self.unconditional:.3f}")
         lines.append(f"  value {self.value:.3f}, score = {self.transform}")
+        if self.weakest is not None:
+            lines.append(f"  the value's token: {self.tokens[self.weakest]!r} (#{self.weakest})")
         worst = sorted(zip(self.logprobs, self.tokens, strict=True))[:5]
         shown = ", ".join(f"{t!r} {lp:.2f}" for lp, t in worst)
         lines.append(f"  least likely tokens: {shown}")
@@ -127,8 +136,17 @@ class LikelihoodMetric(BaseMetric):
         return [*self.evaluation_params, self.target]
 
     def _normalised(self, logprobs: Sequence[float]) -> float:
+        """ "mean" or "sum" ("min" is read at one token: `_weakest`)."""
         total = sum(logprobs)
         return total / len(logprobs) if self.normalise == "mean" else total
+
+    def _weakest(self, given: Sequence[float], alone: Sequence[float] | None) -> int | None:
+        """For "min": the index of the least likely token (with contrast, the token whose
+        log-probability the source raises least); the first such token on a tie."""
+        if self.normalise != "min":
+            return None
+        values = given if alone is None else [g - a for g, a in zip(given, alone, strict=True)]
+        return min(range(len(values)), key=values.__getitem__)
 
     def _alone(self, case: LLMTestCase) -> Prompt:
         """The contrast's prompt: the target without the source fields."""
@@ -154,13 +172,20 @@ class LikelihoodMetric(BaseMetric):
         given = session.likelihood(
             Prompt(case_blocks(case, self.evaluation_params), self.task, case.label), text
         )
-        conditional = self._normalised(given.logprobs)
         usage = given.usage
-        unconditional = None
+        alone_logprobs = None
         if self.contrast:
             alone = session.likelihood(self._alone(case), text)
-            unconditional = self._normalised(alone.logprobs)
+            alone_logprobs = list(alone.logprobs)
             usage = usage + alone.usage
+        weakest = self._weakest(given.logprobs, alone_logprobs)
+        if weakest is not None:  # both terms at the one token, so value = their difference
+            conditional = given.logprobs[weakest]
+            unconditional = None if alone_logprobs is None else alone_logprobs[weakest]
+        else:
+            conditional = self._normalised(given.logprobs)
+            unconditional = None if alone_logprobs is None else self._normalised(alone_logprobs)
+        if unconditional is not None:
             value = conditional - unconditional
             score = 1.0 / (1.0 + math.exp(-value))
             transform = "1 / (1 + exp(-value)), value = conditional - unconditional"
@@ -169,7 +194,13 @@ class LikelihoodMetric(BaseMetric):
             score = min(1.0, math.exp(value))
             transform = "exp(value), value = conditional"
         trace = LikelihoodTrace(
-            list(given.tokens), list(given.logprobs), conditional, unconditional, value, transform
+            list(given.tokens),
+            list(given.logprobs),
+            conditional,
+            unconditional,
+            value,
+            transform,
+            weakest,
         )
         return MetricResult(
             self.name,
