@@ -97,4 +97,6 @@ def test_two_contrasts_with_one_task_share_each_prefetched_reading():
     readings = ["bridge closes" in "".join(p.blocks) for kind, p, _ in judge.calls]
     assert readings == [False, True, True]  # one prefetched reading alone, then the two given
     assert [r.trace.unconditional for r in results] == [-3.0, -3.0]
+    # the FakeJudge's reading evaluates 5 tokens; the second hand-out of it evaluates none
+    assert [r.usage.evaluated_tokens for r in results] == [10, 5]
     assert session._likelihoods == {}  # nothing kept beyond the calls it was read for

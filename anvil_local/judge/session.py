@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from anvil_local.judge.model import ResolvedModel
@@ -87,8 +88,10 @@ class JudgeSession:
         if kept is None:
             return self.judge.likelihood(prompt, continuation)
         result, owed = kept
-        if owed > 1:
-            self._likelihoods[key] = (result, owed - 1)
+        if owed > 1:  # later hand-outs read nothing: their usage says so
+            tokens = result.usage.prompt_tokens
+            again = replace(result, usage=Usage(tokens, tokens), seconds=0.0)
+            self._likelihoods[key] = (again, owed - 1)
         else:
             del self._likelihoods[key]
         return result
