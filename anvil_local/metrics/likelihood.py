@@ -136,7 +136,7 @@ class LikelihoodMetric(BaseMetric):
         return [*self.evaluation_params, self.target]
 
     def _normalised(self, logprobs: Sequence[float]) -> float:
-        """ "mean" or "sum" ("min" is read at one token: `_weakest`)."""
+        """The value for "mean" or "sum"; "min" is read at one token (`_weakest`)."""
         total = sum(logprobs)
         return total / len(logprobs) if self.normalise == "mean" else total
 
