@@ -4,6 +4,7 @@ judge (scripted answers, call history) for graph and runner logic."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -148,9 +149,10 @@ class FakeJudge:
 
     def likelihood(self, prompt: Prompt, continuation: str) -> LikelihoodResult:
         """Scripted by whether the prompt holds a case field: `likelihoods` maps a substring
-        of the prompt's blocks to the log-probabilities of the continuation's words."""
+        of the prompt's blocks to the log-probabilities of the continuation's words. Each word
+        is one token, with its leading space as a real tokenizer writes it."""
         self.calls.append(("likelihood", prompt, continuation))
-        words = tuple(continuation.split())
+        words = tuple(re.findall(r"\s*\S+", continuation))
         text = "".join(prompt.blocks)
         values = self._lookup(self.likelihoods, text, [-1.0] * len(words))
         return LikelihoodResult(words, tuple(values), Usage(10, 5, 5, 1), 0.001)

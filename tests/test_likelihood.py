@@ -19,7 +19,11 @@ def test_mean_log_probability_through_exp():
     result = LikelihoodMetric("L").run(CASE, judge)
     assert result.trace.conditional == pytest.approx(-2.0)
     assert result.score == pytest.approx(math.exp(-2.0))
-    assert result.trace.to_dict()["tokens"] == [["Bridge", -1.0], ["shut", -2.0], ["Monday", -3.0]]
+    assert result.trace.to_dict()["tokens"] == [
+        ["Bridge", -1.0],
+        [" shut", -2.0],
+        [" Monday", -3.0],
+    ]
 
 
 def test_sum_normalisation():
@@ -47,7 +51,7 @@ def test_min_without_contrast_is_the_least_likely_token():
     assert result.trace.value == pytest.approx(-4.0)
     assert result.score == pytest.approx(math.exp(-4.0))
     assert result.trace.weakest == 1 and result.trace.to_dict()["weakest_token"] == 1
-    assert any("'shut' (#1)" in line for line in result.trace.lines())
+    assert any("' shut' (#1)" in line for line in result.trace.lines())
 
 
 def test_min_with_contrast_takes_the_difference_token_by_token():
@@ -69,9 +73,48 @@ def test_mean_and_sum_traces_name_no_single_token():
     assert result.trace.weakest is None and "weakest_token" not in result.trace.to_dict()
 
 
+FACT = LLMTestCase(
+    input="The bridge in Leeds closes on Monday.",
+    actual_output="The bridge in York is shut .",
+    id="f",
+)
+# tokens: "The", " bridge", " in", " York", " is", " shut", " ."; content: bridge, York, shut
+
+
+def test_content_only_min_skips_function_words_and_punctuation():
+    # per token the document adds [-6, +2, -5, -1, -4, +1, -7]: over all tokens the least
+    # supported is the final " ." (-7); over content words it is " York" (-1)
+    given = [-1.0, -1.0, -1.0, -4.0, -1.0, -1.0, -8.0]
+    alone = [5.0, -3.0, 4.0, -3.0, 3.0, -2.0, -1.0]
+    judge = FakeJudge(likelihoods={"Leeds": given, "": alone})
+    plain = LikelihoodMetric("L", normalise="min", contrast=True).run(FACT, judge)
+    assert plain.trace.weakest == 6 and plain.trace.value == pytest.approx(-7.0)
+    content = LikelihoodMetric("L", normalise="min", contrast=True, content_only=True)
+    result = content.run(FACT, judge)
+    assert result.trace.weakest == 3 and result.trace.value == pytest.approx(-1.0)
+    assert result.trace.to_dict()["skipped_tokens"] == [0, 2, 4, 6]
+    assert any("skipped" in line and ": 4" in line for line in result.trace.lines())
+    assert "skipped_tokens" not in plain.trace.to_dict()
+
+
+def test_content_only_mean_averages_the_content_tokens():
+    given = [-1.0, -2.0, -9.0, -3.0, -9.0, -4.0, -9.0]
+    judge = FakeJudge(likelihoods={"Leeds": given})
+    result = LikelihoodMetric("L", content_only=True).run(FACT, judge)
+    assert result.trace.conditional == pytest.approx((-2.0 - 3.0 - 4.0) / 3)
+
+
+def test_content_only_counts_every_token_of_a_text_without_content_words():
+    case = LLMTestCase(input="Leeds", actual_output="It was .", id="e")
+    judge = FakeJudge(likelihoods={"Leeds": [-1.0, -2.0, -3.0]})
+    result = LikelihoodMetric("L", normalise="min", content_only=True).run(case, judge)
+    assert result.trace.value == pytest.approx(-3.0) and result.trace.skipped == []
+
+
 def test_definition_round_trips_and_bad_fields_are_refused():
-    metric = LikelihoodMetric("L", contrast=True, normalise="sum")
+    metric = LikelihoodMetric("L", contrast=True, normalise="sum", content_only=True)
     assert metric_from_dict(metric.to_dict()).to_dict() == metric.to_dict()
+    assert metric_from_dict(metric.to_dict()).content_only
     with pytest.raises(MetricDefinitionError, match="normalise"):
         LikelihoodMetric("L", normalise="median")
     with pytest.raises(MetricDefinitionError, match="target"):
@@ -100,3 +143,57 @@ def test_two_contrasts_with_one_task_share_each_prefetched_reading():
     # the FakeJudge's reading evaluates 5 tokens; the second hand-out of it evaluates none
     assert [r.usage.evaluated_tokens for r in results] == [10, 5]
     assert session._likelihoods == {}  # nothing kept beyond the calls it was read for
+
+
+GATED = {
+    "type": "dag",
+    "name": "Gated",
+    "include_reason": False,
+    "roots": ["supported"],
+    "nodes": {
+        "supported": {
+            "type": "code",
+            "check": "novel_ngrams",
+            "args": {"n": 1},
+            "fields": ["actual_output"],
+            "source": "input",
+            "at_most": 0.25,
+            "verdicts": [
+                {"verdict": False, "score": 0},
+                {"verdict": True, "then": "likely"},
+            ],
+        },
+        "likely": {"type": "likelihood", "name": "Likely", "contrast": True},
+    },
+}
+
+
+def test_a_likelihood_contrast_inside_a_dag_reads_without_the_document_first():
+    """The DAG prepares its metric children: every reading without the document comes before
+    the readings with it, so the shared document is never evicted between two cases. The case
+    the gate stops leaves an unused reading, dropped at the group's end."""
+    from anvil_local import evaluate
+
+    doc = "The bridge closes on Monday for repairs."
+    cases = [
+        LLMTestCase(input=doc, actual_output="The bridge closes Monday.", id="a"),
+        LLMTestCase(input=doc, actual_output="Wolves ate seven striped goats.", id="gated"),
+        LLMTestCase(input=doc, actual_output="Repairs start on Monday.", id="c"),
+    ]
+    judge = FakeJudge(likelihoods={"bridge closes on": [-1.0] * 4, "": [-3.0] * 4})
+    result = evaluate(cases, [metric_from_dict(GATED)], model=judge)
+    assert judge.kinds() == ["likelihood"] * 5
+    with_doc = ["bridge closes on" in "".join(p.blocks) for kind, p, _ in judge.calls]
+    assert with_doc == [False, False, False, True, True]
+    scores = {line.case_id: line.result.score for line in result.lines}
+    assert scores["gated"] == 0 and scores["a"] > 0.5 and scores["c"] > 0.5
+
+
+def test_readings_prefetched_for_pairs_that_never_ask_are_dropped_at_the_group_end():
+    from anvil_local.judge.session import JudgeSession
+
+    session = JudgeSession(FakeJudge(likelihoods={"": [-3.0] * 3}))
+    session.prefetch_likelihood(LikelihoodMetric("L")._alone(CASE), "Bridge shut Monday")
+    assert session._likelihoods
+    session.drop_prefetched()
+    assert session._likelihoods == {}

@@ -66,3 +66,23 @@ def test_min_contrast_is_the_least_supported_token_of_the_two_readings(judge):
     assert result.score == pytest.approx(1 / (1 + np.exp(-differences[weakest])), abs=1e-9)
     # the value is not the difference of the two minimums
     assert result.trace.value != pytest.approx(min(given) - min(alone), abs=1e-3)
+
+
+def test_content_only_skips_the_real_tokenizer_s_function_words_and_punctuation(judge):
+    """content_only on the real model: the tokens skipped are exactly those of "The", "on"
+    and the final ".", and the value is the least supported of the others."""
+    case = LLMTestCase(input=DOC, actual_output="The bridge closes on Friday.")
+    task = "Summarise the Input."
+    metric = LikelihoodMetric("L", task=task, normalise="min", contrast=True, content_only=True)
+    result = metric.run(case, judge)
+    tokens = result.trace.tokens
+    assert "".join(tokens) == case.actual_output
+    skipped = {tokens[i].strip() for i in result.trace.skipped}
+    assert skipped == {"The", "on", "."}
+    with_doc = Prompt(case_blocks(case, [SingleTurnParams.INPUT]), task)
+    given = judge.likelihood(with_doc, case.actual_output).logprobs
+    alone = judge.likelihood(Prompt(case_blocks(case, []), task), case.actual_output).logprobs
+    counted = [i for i in range(len(tokens)) if i not in result.trace.skipped]
+    weakest = min(counted, key=lambda i: given[i] - alone[i])
+    assert result.trace.weakest == weakest
+    assert result.trace.value == given[weakest] - alone[weakest]

@@ -109,6 +109,11 @@ class JudgeSession:
         else:
             self._likelihoods[key] = (kept[0], kept[1] + 1)
 
+    def drop_prefetched(self) -> None:
+        """Forget prefetched readings nobody asked for (a DAG's likelihood node that a walk
+        did not reach): called at the end of each prefix group, so none pile up in a run."""
+        self._likelihoods.clear()
+
     @property
     def usage(self) -> Usage:
         return self.judge.usage if self._judge is not None else Usage()

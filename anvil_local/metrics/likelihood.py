@@ -12,6 +12,9 @@ close to chance still rank texts by likelihood with real signal (see DESIGN.md).
   unconditional likelihood), so fluent but unsupported text stops scoring well. With
   "min", the contrast is taken token by token first: the value is the token the source
   supports least (its log-probability with the source minus without it).
+- `content_only = true`: only the tokens of content words count; punctuation and function
+  words (the, of, is, ...) are skipped (`content_words.py` says why). Their log-probability
+  follows the grammar, not the source, and its noise otherwise decides a minimum.
 - The stated transform to 0..1: exp(value) without contrast (for "mean", the geometric mean
   of the token probabilities); the logistic 1 / (1 + exp(-value)) with contrast.
 """
@@ -34,6 +37,7 @@ from anvil_local.metrics.base import (
     check_threshold,
     definition_kwargs,
 )
+from anvil_local.metrics.content_words import content_token_mask
 from anvil_local.metrics.layout import case_blocks
 from anvil_local.metrics.result import Trace
 from anvil_local.registry import register_metric
@@ -51,6 +55,7 @@ class LikelihoodTrace(Trace):
     value: float  # what the transform maps to the score
     transform: str
     weakest: int | None = None  # "min": the index of the token the value comes from
+    skipped: list[int] | None = None  # content_only: the indices of the tokens not counted
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -63,6 +68,8 @@ class LikelihoodTrace(Trace):
         }
         if self.weakest is not None:
             data["weakest_token"] = self.weakest
+        if self.skipped is not None:
+            data["skipped_tokens"] = self.skipped
         return data
 
     def lines(self) -> list[str]:
@@ -72,6 +79,8 @@ class LikelihoodTrace(Trace):
         lines.append(f"  value {self.value:.3f}, score = {self.transform}")
         if self.weakest is not None:
             lines.append(f"  the value's token: {self.tokens[self.weakest]!r} (#{self.weakest})")
+        if self.skipped is not None:
+            lines.append(f"  tokens skipped (punctuation, function words): {len(self.skipped)}")
         worst = sorted(zip(self.logprobs, self.tokens, strict=True))[:5]
         shown = ", ".join(f"{t!r} {lp:.2f}" for lp, t in worst)
         lines.append(f"  least likely tokens: {shown}")
@@ -88,6 +97,7 @@ class LikelihoodMetric(BaseMetric):
         target: SingleTurnParams | str = SingleTurnParams.ACTUAL_OUTPUT,
         normalise: str = "mean",
         contrast: bool = False,
+        content_only: bool = False,
         threshold: float = 0.5,
         model: Any = None,
     ) -> None:
@@ -104,11 +114,12 @@ class LikelihoodMetric(BaseMetric):
             raise MetricDefinitionError("the target field cannot also be a source field")
         self.normalise = normalise
         self.contrast = bool(contrast)
+        self.content_only = bool(content_only)
         self.threshold = check_threshold(threshold)
         self.model = model
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "type": self.kind,
             "name": self.name,
             "task": self.task,
@@ -118,6 +129,9 @@ class LikelihoodMetric(BaseMetric):
             "contrast": self.contrast,
             "threshold": self.threshold,
         }
+        if self.content_only:  # written only when set: older definitions keep their cache keys
+            data["content_only"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LikelihoodMetric:
@@ -128,6 +142,7 @@ class LikelihoodMetric(BaseMetric):
             "target",
             "normalise",
             "contrast",
+            "content_only",
             "threshold",
         }
         return cls(**definition_kwargs(data, known, "likelihood metric"))
@@ -135,18 +150,34 @@ class LikelihoodMetric(BaseMetric):
     def required_params(self) -> list[SingleTurnParams]:
         return [*self.evaluation_params, self.target]
 
-    def _normalised(self, logprobs: Sequence[float]) -> float:
-        """The value for "mean" or "sum"; "min" is read at one token (`_weakest`)."""
-        total = sum(logprobs)
-        return total / len(logprobs) if self.normalise == "mean" else total
+    def _counted(self, tokens: Sequence[str]) -> list[int]:
+        """The indices of the tokens the value is computed over."""
+        if not self.content_only:
+            return list(range(len(tokens)))
+        return [i for i, content in enumerate(content_token_mask(tokens)) if content]
 
-    def _weakest(self, given: Sequence[float], alone: Sequence[float] | None) -> int | None:
-        """For "min": the index of the least likely token (with contrast, the token whose
-        log-probability the source raises least); the first such token on a tie."""
+    def _skipped(self, size: int, counted: Sequence[int]) -> list[int] | None:
+        """For the trace: the tokens not counted (None unless content_only)."""
+        if not self.content_only:
+            return None
+        kept = set(counted)
+        return [i for i in range(size) if i not in kept]
+
+    def _normalised(self, logprobs: Sequence[float], counted: Sequence[int]) -> float:
+        """The value for "mean" or "sum"; "min" is read at one token (`_weakest`)."""
+        total = sum(logprobs[i] for i in counted)
+        return total / len(counted) if self.normalise == "mean" else total
+
+    def _weakest(
+        self, given: Sequence[float], alone: Sequence[float] | None, counted: Sequence[int]
+    ) -> int | None:
+        """For "min": the index of the least likely counted token (with contrast, the token
+        whose log-probability the source raises least); the first such token on a tie."""
         if self.normalise != "min":
             return None
-        values = given if alone is None else [g - a for g, a in zip(given, alone, strict=True)]
-        return min(range(len(values)), key=values.__getitem__)
+        if alone is None:
+            return min(counted, key=given.__getitem__)
+        return min(counted, key=lambda i: given[i] - alone[i])
 
     def _alone(self, case: LLMTestCase) -> Prompt:
         """The contrast's prompt: the target without the source fields."""
@@ -178,13 +209,16 @@ class LikelihoodMetric(BaseMetric):
             alone = session.likelihood(self._alone(case), text)
             alone_logprobs = list(alone.logprobs)
             usage = usage + alone.usage
-        weakest = self._weakest(given.logprobs, alone_logprobs)
+        counted = self._counted(given.tokens)
+        weakest = self._weakest(given.logprobs, alone_logprobs, counted)
         if weakest is not None:  # both terms at the one token, so value = their difference
             conditional = given.logprobs[weakest]
             unconditional = None if alone_logprobs is None else alone_logprobs[weakest]
         else:
-            conditional = self._normalised(given.logprobs)
-            unconditional = None if alone_logprobs is None else self._normalised(alone_logprobs)
+            conditional = self._normalised(given.logprobs, counted)
+            unconditional = (
+                None if alone_logprobs is None else self._normalised(alone_logprobs, counted)
+            )
         if unconditional is not None:
             value = conditional - unconditional
             score = 1.0 / (1.0 + math.exp(-value))
@@ -201,6 +235,7 @@ class LikelihoodMetric(BaseMetric):
             value,
             transform,
             weakest,
+            self._skipped(len(given.tokens), counted),
         )
         return MetricResult(
             self.name,

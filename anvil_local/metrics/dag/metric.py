@@ -8,6 +8,7 @@ case is prefilled once and each node costs only its short suffix.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from anvil_local.errors import MetricDefinitionError, MetricTypeError
@@ -166,6 +167,15 @@ class DAGMetric(BaseMetric):
         for metric in self.dag.metric_children():
             params += [p for p in metric.required_params() if p not in params]
         return params
+
+    def prepare(self, cases: Sequence[LLMTestCase], session: Any) -> None:
+        """The metrics hanging off verdicts prepare too: a likelihood contrast below a code
+        gate reads every case's reading without the source first, instead of between two
+        cases' readings with it (which evicts a shared document from the KV cache). A case
+        whose walk never reaches the metric leaves one short unused reading, which the
+        session drops at the group's end."""
+        for metric in self.dag.metric_children():
+            metric.prepare(cases, session)
 
     def to_dict(self) -> dict[str, Any]:
         return dag_metric_to_dict(self)

@@ -81,10 +81,14 @@ def judge_group(
         cases = [item.row.case for item in group if index in item.metrics]
         if cases:
             _prepare(metric, cases, session)
-    for item, index in pair_order(group, metrics):
-        if on_start is not None:
-            on_start(item.row.position, index)
-        result = run_metric(metrics[index], item.row.case, session, include_reason)
-        if deliver(item.row.position, index, result):
-            return True
-    return False
+    try:
+        for item, index in pair_order(group, metrics):
+            if on_start is not None:
+                on_start(item.row.position, index)
+            result = run_metric(metrics[index], item.row.case, session, include_reason)
+            if deliver(item.row.position, index, result):
+                return True
+        return False
+    finally:
+        if hasattr(session, "drop_prefetched"):
+            session.drop_prefetched()
