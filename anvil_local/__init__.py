@@ -17,9 +17,10 @@ from anvil_local.metrics import (
     Rubric,
     TaskNode,
     VerdictNode,
+    geval_panel,
 )
 from anvil_local.run import assert_test, evaluate
-from anvil_local.spec import load_metric
+from anvil_local.spec import load_metric, load_metrics
 from anvil_local.testcase import LLMTestCase, LLMTestCaseParams, SingleTurnParams
 
 __version__ = "0.1.0"
@@ -43,5 +44,7 @@ __all__ = [
     "VerdictNode",
     "assert_test",
     "evaluate",
+    "geval_panel",
     "load_metric",
+    "load_metrics",
 ]

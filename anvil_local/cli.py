@@ -356,7 +356,7 @@ def doctor(model: str | None, threads: int | None, no_probe: bool) -> None:
     "metric_files",
     multiple=True,
     type=click.Path(path_type=Path),
-    help="A metric file (repeatable).",
+    help="A metric file (repeatable); a G-Eval panel file brings all its members.",
 )
 @click.option(
     "--model",
@@ -429,17 +429,21 @@ def bench(
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 def validate(files: tuple[Path, ...]) -> None:
     """Check metric files with the same rules as the Python classes."""
-    from anvil_local.spec import load_metric
+    from anvil_local.spec import load_metrics
 
     bad = 0
     for path in files:
         try:
-            metric = load_metric(path)
+            metrics = load_metrics(path)
         except AnvilError as exc:
             click.echo(f"Error: {exc}", err=True)
             bad += 1
             continue
-        click.echo(f"{path}: OK ({type(metric).__name__} {metric.name!r})")
+        if len(metrics) == 1:
+            click.echo(f"{path}: OK ({type(metrics[0]).__name__} {metrics[0].name!r})")
+        else:
+            names = ", ".join(repr(m.name) for m in metrics)
+            click.echo(f"{path}: OK (G-Eval panel of {len(metrics)}: {names})")
     if bad:
         sys.exit(EXIT_BAD_INPUT)
 
@@ -586,7 +590,7 @@ def explain(
     multiple=True,
     required=True,
     type=click.Path(path_type=Path),
-    help="A metric file (repeatable).",
+    help="A metric file (repeatable); a G-Eval panel file brings all its members.",
 )
 @click.option(
     "--data",
@@ -677,7 +681,7 @@ def eval_command(
     from anvil_local.run.output import check_writable
     from anvil_local.run.plan import Shard
     from anvil_local.run.sinks import JUnitSink, SummarySink
-    from anvil_local.spec import load_metric
+    from anvil_local.spec import load_metrics
 
     settings = settings_from(kwargs)
     if out_file is not None:
@@ -687,7 +691,7 @@ def eval_command(
     if ray_address is not None and executor != "ray":
         raise DataError("--ray-address needs --executor ray")
     chosen_shard = Shard.parse(shard) if shard is not None else None
-    metrics = [load_metric(path) for path in metric_files]
+    metrics = [m for path in metric_files for m in load_metrics(path)]
     rows = read_cases(data_file, parse_field_map(fields))
     tty = sys.stderr.isatty()
     show = tty if progress is None else progress
@@ -802,9 +806,9 @@ def merge(
         if data_file is None or not metric_files:
             raise DataError("--data and --metric go together (the pairs the run asked for)")
         from anvil_local.run.dataset import parse_field_map, read_cases
-        from anvil_local.spec import load_metric
+        from anvil_local.spec import load_metrics
 
-        metrics = [load_metric(path) for path in metric_files]
+        metrics = [m for path in metric_files for m in load_metrics(path)]
         rows = read_cases(data_file, parse_field_map(fields))
         expected = [(row.case_id, metric.name) for row in rows for metric in metrics]
     report = merge_results(inputs, out_file, expected)

@@ -73,9 +73,10 @@ GEVAL_NAMES = ("coherence", "consistency", "fluency", "relevance")
 
 def speed_workloads(data: Path, articles: int) -> list[tuple[str, list[LLMTestCase], list]]:
     """The shipped workloads the speed benchmarks share: the four SummEval G-Eval files on 16
-    summaries of each of `articles` documents, the model-at-every-node headings DAG on the
-    meeting summaries, and the likelihood contrast on the SummEval cases."""
-    from anvil_local.spec import load_metric
+    summaries of each of `articles` documents (alone, then as one panel), the
+    model-at-every-node headings DAG on the meeting summaries, and the likelihood contrast on
+    the SummEval cases."""
+    from anvil_local.spec import load_metric, load_metrics
 
     summeval = summeval_cases(data, articles)
     meetings = [
@@ -86,6 +87,9 @@ def speed_workloads(data: Path, articles: int) -> list[tuple[str, list[LLMTestCa
         ("4 G-Eval metrics, SummEval", summeval, [
             load_metric(ROOT / "examples" / "geval" / f"{n}.toml") for n in GEVAL_NAMES
         ]),
+        ("4 G-Eval metrics as one panel, SummEval", summeval, load_metrics(
+            ROOT / "examples" / "geval" / "summeval_panel.toml"
+        )),
         ("headings DAG with a task node", meetings, [
             load_metric(ROOT / "examples" / "headings_llm.toml")
         ]),

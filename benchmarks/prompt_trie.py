@@ -16,7 +16,6 @@ from common import Timer, fresh_cache, parser, speed_workloads
 from anvil_local import evaluate
 from anvil_local.judge import get_judge
 from anvil_local.metrics.base import BaseMetric
-from anvil_local.metrics.geval import GEval
 from anvil_local.metrics.likelihood import LikelihoodMetric
 
 
@@ -42,12 +41,15 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     prepare = LikelihoodMetric.prepare
     for label, cases, metrics in workloads:
+        LikelihoodMetric.prepare = prepare  # as shipped, whatever the last row switched off
         orders = ["scheduler"]
         if any(m.metric_major or type(m).prepare is not BaseMetric.prepare for m in metrics):
             orders.append("case by case")
+        layout = [m.metric_major for m in metrics]
         for order in orders:
             # case by case: no metric-major G-Eval, no prepared unconditional reads
-            GEval.metric_major = order == "scheduler"
+            for metric, major in zip(metrics, layout, strict=True):
+                metric.metric_major = major and order == "scheduler"
             LikelihoodMetric.prepare = prepare if order == "scheduler" else BaseMetric.prepare
             seconds, usage = run(judge, cases, metrics)
             n = len(cases)
@@ -57,7 +59,6 @@ def main() -> None:
                 f"| {usage.evaluated_tokens / usage.distinct_tokens:.3f} | {seconds / n:.2f} |",
                 flush=True,
             )
-    GEval.metric_major = True
     LikelihoodMetric.prepare = prepare
 
 

@@ -17,6 +17,10 @@ summaries, `--rounds` times.
   `DeepEvalBaseLLM` over llama-cpp-python: JSON-schema output (llama.cpp's grammar), greedy,
   the same threads, batch and context. It asks for a score and a reason in one answer.
 - anvil runs `evaluate()` on the same file with no cache and no reason.
+- With `--panel`, "anvil panel" runs too: the same four files as one G-Eval panel
+  (`examples/geval/summeval_panel.toml`: each member's prompt holds the four definitions, then
+  the case, then a cue naming the member), on its own model instance. Its scores are those of
+  the panel, not of each file alone (see benchmarks/README.md for how they agree with people).
 
 Files: with no `--model`, both tools run on the catalogue's shipped file and on the file
 `anvil models tune` chose for this host (when it differs), so the table holds the same-file
@@ -44,10 +48,11 @@ os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")
 os.environ.setdefault("DEEPEVAL_GRPC_LOGGING", "NO")
 
 from anvil_local import evaluate
+from anvil_local.judge.judge import Judge
 from anvil_local.judge.model import ResolvedModel
 from anvil_local.judge.native import probe
 from anvil_local.judge.session import get_judge
-from anvil_local.spec import load_metric
+from anvil_local.spec import load_metric, load_metrics
 
 NAMES = ("coherence", "consistency", "fluency", "relevance")
 REASON_TOKENS = 300  # DeepEval's answer (score + reason) must fit; a cut answer is an error
@@ -150,7 +155,7 @@ def ceiling_line(name: str, ceiling) -> str:
 class Contender:
     """One tool on one file, with what it spent over the run."""
 
-    tool: str  # "DeepEval" or "anvil"
+    tool: str  # "DeepEval", "anvil" or "anvil panel"
     model: ResolvedModel
     ceiling: Any
     llm: Any = None  # DeepEval: the GGUFModel (its token counters); anvil: the loaded judge
@@ -191,27 +196,27 @@ def table(label: str, n: int, contenders: list[Contender]) -> None:
     print("|---|---|---|---|---|---|")
     for c in contenders:
         floor, tokens = c.tokens(n)
-        tool = f"DeepEval {deepeval.__version__}" if c.tool == "DeepEval" else "anvil"
+        tool = f"DeepEval {deepeval.__version__}" if c.tool == "DeepEval" else c.tool
         print(
             f"| {tool} | {c.file} | {c.seconds / n:.2f} | {tokens} | {floor:.2f} "
             f"| {c.seconds / n / floor:.2f}x |"
         )
     theirs = {c.file: c for c in contenders if c.tool == "DeepEval"}
-    ours = {c.file: c for c in contenders if c.tool == "anvil"}
-    for file, c in ours.items():
-        print(
-            f"same file, {file}: anvil is {theirs[file].seconds / c.seconds:.1f}x faster per case"
-        )
     first = contenders[0]
-    fastest = min(ours.values(), key=lambda c: c.seconds)
-    if fastest.file != first.file:
-        print(
-            f"anvil on {fastest.file} against DeepEval on {first.file}: "
-            f"{first.seconds / fastest.seconds:.1f}x faster per case"
-        )
-    for c in ours.values():
-        ratio = c.usage.evaluated_tokens / max(1, c.usage.distinct_tokens)
-        print(f"anvil tokens evaluated / prompt trie, {c.file}: {ratio:.2f}x")
+    for tool in sorted({c.tool for c in contenders if c.tool != "DeepEval"}):
+        ours = {c.file: c for c in contenders if c.tool == tool}
+        for file, c in ours.items():
+            ratio = theirs[file].seconds / c.seconds
+            print(f"same file, {file}: {tool} is {ratio:.1f}x faster per case")
+        fastest = min(ours.values(), key=lambda c: c.seconds)
+        if fastest.file != first.file:
+            print(
+                f"{tool} on {fastest.file} against DeepEval on {first.file}: "
+                f"{first.seconds / fastest.seconds:.1f}x faster per case"
+            )
+        for c in ours.values():
+            ratio = c.usage.evaluated_tokens / max(1, c.usage.distinct_tokens)
+            print(f"{tool} tokens evaluated / prompt trie, {c.file}: {ratio:.2f}x")
     for c in theirs.values():
         print(
             f"DeepEval on {c.file}: answers that failed to parse {c.llm.failures}, "
@@ -224,6 +229,7 @@ def run_geval(args, contenders: list[Contender]) -> None:
 
     cases = summeval_cases(args.data, args.articles, args.per_article)
     metrics = [load_metric(ROOT / "examples" / "geval" / f"{n}.toml") for n in NAMES]
+    panel = load_metrics(ROOT / "examples" / "geval" / "summeval_panel.toml")
     theirs = {id(c): deepeval_metrics(metrics, c.llm) for c in contenders if c.tool == "DeepEval"}
     by_article: dict[str, list] = {}
     for case in cases:
@@ -243,11 +249,12 @@ def run_geval(args, contenders: list[Contender]) -> None:
                                 except Exception:  # a cut or malformed answer: it gives up
                                     c.errors += 1
                     else:
+                        ms = panel if c.tool == "anvil panel" else metrics
                         outcome = evaluate(
-                            group, metrics, model=c.llm, use_cache=False, include_reason=False
+                            group, ms, model=c.llm, use_cache=False, include_reason=False
                         )
                 c.seconds += t.seconds
-                if c.tool == "anvil":
+                if c.tool != "DeepEval":
                     c.add_usage(outcome.usage)
             so_far = ", ".join(f"{c.tool} {c.file} {c.seconds:.1f} s" for c in contenders)
             print(f"  article {number}: {so_far}", flush=True)
@@ -326,6 +333,11 @@ def main() -> None:
     p.add_argument("--per-article", type=int, default=16)
     p.add_argument("--rounds", type=int, default=3, help="DAG: passes over the 4 cases")
     p.add_argument(
+        "--panel",
+        action="store_true",
+        help="G-Eval: also run the four files as one G-Eval panel (on its own model instance)",
+    )
+    p.add_argument(
         "--also",
         action="append",
         default=[],
@@ -349,6 +361,8 @@ def main() -> None:
         print(ceiling_line(Path(model.path).name, ceiling))
         contenders.append(Contender("DeepEval", model, ceiling, make_deepeval_model(model)))
         contenders.append(Contender("anvil", model, ceiling, get_judge(model)))
+        if args.panel and args.workload == "geval":
+            contenders.append(Contender("anvil panel", model, ceiling, Judge.load(model)))
     print(f"DeepEval {deepeval.__version__}, llama.cpp {contenders[0].ceiling.llama_cpp_version}")
     if args.workload == "geval":
         run_geval(args, contenders)

@@ -149,7 +149,7 @@ def test_docs_and_limit_select_cases():
 
 
 def test_the_shipped_suites_load():
-    for name in ("summeval", "qags_xsum", "summedits"):
+    for name in ("summeval", "qags_xsum", "summedits", "summeval_panel"):
         suite = load_suite(name)
         assert suite.data.is_file(), suite.data
         assert all(m.file.is_file() for m in suite.metrics)

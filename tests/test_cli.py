@@ -113,6 +113,18 @@ def test_validate_reports_each_file(tmp_path: Path):
     assert run(["validate", HEADINGS]).exit_code == 0
 
 
+def test_validate_names_the_members_of_a_panel_and_one_file_commands_refuse_it():
+    panel = str(Path(HEADINGS).parent / "geval" / "summeval_panel.toml")
+    result = run(["validate", panel])
+    assert result.exit_code == 0
+    names = "'Coherence', 'Consistency', 'Fluency', 'Relevance'"
+    assert f"{panel}: OK (G-Eval panel of 4: {names})" in result.output
+    refused = run(["export", panel])
+    assert refused.exit_code == 2
+    assert "holds several metrics" in refused.output
+    assert "Traceback" not in refused.output
+
+
 def test_help_texts_list_every_command():
     result = run(["--help"])
     for command in ("eval", "explain", "models", "steps", "validate"):

@@ -9,6 +9,8 @@ label it is compared with; paths are relative to the suite file:
     [[metrics]]
     file = "../../examples/geval/coherence.toml"
     label = "coherence"
+
+A G-Eval panel file compares every member with the label, or one member with `member = NAME`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ SUITES_ENV = "ANVIL_SUITES"
 class MetricSpec:
     file: Path
     label: str
+    member: str | None = None  # one member of a G-Eval panel file (default: all of them)
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,11 @@ def load_suite(name: str) -> Suite:
     base = path.parent
     try:
         metrics = tuple(
-            MetricSpec(file=(base / m["file"]).resolve(), label=str(m["label"]))
+            MetricSpec(
+                file=(base / m["file"]).resolve(),
+                label=str(m["label"]),
+                member=str(m["member"]) if "member" in m else None,
+            )
             for m in raw["metrics"]
         )
         return Suite(

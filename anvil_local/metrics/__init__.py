@@ -9,7 +9,7 @@ from anvil_local.metrics.dag import (
     TaskNode,
     VerdictNode,
 )
-from anvil_local.metrics.geval import GEval, Rubric
+from anvil_local.metrics.geval import GEval, Rubric, geval_panel
 from anvil_local.metrics.result import MetricResult
 
 __all__ = [
@@ -23,4 +23,5 @@ __all__ = [
     "Rubric",
     "TaskNode",
     "VerdictNode",
+    "geval_panel",
 ]

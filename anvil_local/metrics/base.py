@@ -63,8 +63,9 @@ class BaseMetric(ABC):
     #: Whether the metric's prompts put its definition between the fields cases share (the
     #: input) and the case's own fields (G-Eval). The scheduler then runs it over a group's
     #: cases back to back (metric-major); metrics whose prompts open with the whole case
-    #: run case-major, sharing the case's prefix across their calls.
-    metric_major: ClassVar[bool] = False
+    #: run case-major, sharing the case's prefix across their calls. An instance may differ
+    #: from its class (a G-Eval panel member opens with the definitions: case-major).
+    metric_major: bool = False
 
     score: float | None = None
     success: bool | None = None

@@ -47,6 +47,7 @@ from anvil_local.testcase import (
     LLMTestCase,
     SingleTurnParams,
     as_param,
+    ordered_params,
     param_title,
 )
 
@@ -181,6 +182,62 @@ class GEvalTrace(Trace):
         return lines
 
 
+def check_panel(
+    metric: GEval, panel: Sequence[GEval | dict[str, Any]] | None
+) -> tuple[GEval, ...] | None:
+    """The panel's members (definitions without a panel of their own), checked: two or more,
+    distinct names, `metric` among them with the same definition, no examples or contextual
+    calibration (their prompts would not be shared)."""
+    if panel is None:
+        return None
+    if isinstance(panel, str | dict) or len(list(panel)) < 2:
+        raise MetricDefinitionError("a G-Eval panel needs a list of two or more G-Eval metrics")
+    members: list[GEval] = []
+    for item in panel:
+        if isinstance(item, dict):
+            if item.get("type", "geval") != "geval":
+                raise MetricDefinitionError("every member of a G-Eval panel is a G-Eval metric")
+            item = GEval.from_dict(item)
+        if not isinstance(item, GEval):
+            raise MetricTypeError(f"panel members must be GEval, got {type(item).__name__}")
+        if item.panel is not None:
+            item = GEval.from_dict(_standalone(item))
+        members.append(item)
+    names = [m.name for m in members]
+    if len(set(names)) != len(names):
+        raise MetricDefinitionError(f"the members of a G-Eval panel need distinct names: {names}")
+    for member in members:
+        if member.examples or member.contextual_calibration:
+            raise MetricDefinitionError(
+                f"G-Eval panel member {member.name!r}: examples and contextual calibration "
+                "are not available in a panel"
+            )
+    own = next((m for m in members if m.name == metric.name), None)
+    if own is None:
+        raise MetricDefinitionError(f"{metric.name!r} is not a member of its own panel {names}")
+    if own.to_dict() != _standalone(metric):
+        raise MetricDefinitionError(
+            f"{metric.name!r}: its definition differs from its entry in the panel"
+        )
+    return tuple(members)
+
+
+def _standalone(metric: GEval) -> dict[str, Any]:
+    """The metric's definition without its panel."""
+    data = metric.to_dict()
+    data.pop("panel", None)
+    return data
+
+
+def geval_panel(metrics: Sequence[GEval]) -> list[GEval]:
+    """The metrics as one panel: each member's prompt holds every member's definition, then
+    the case, then a short cue naming the member, so the case is read once for all of them
+    and each member costs only its cue. A member's scores are its scores within this panel
+    (the other definitions are part of its prompt), not those of the metric alone."""
+    definitions = [_standalone(m) for m in metrics]
+    return [GEval.from_dict({**data, "panel": definitions}) for data in definitions]
+
+
 @register_metric("geval")
 class GEval(BaseMetric):
     """DeepEval's GEval, with exact logit-weighted scores."""
@@ -201,6 +258,7 @@ class GEval(BaseMetric):
         verbose_mode: bool = False,
         examples: Sequence[dict[str, Any] | Example] | None = None,
         contextual_calibration: bool = False,
+        panel: Sequence[GEval | dict[str, Any]] | None = None,
     ) -> None:
         check_name(name)
         if evaluation_params is None:
@@ -245,6 +303,11 @@ class GEval(BaseMetric):
         )
         self.contextual_calibration = bool(contextual_calibration)
         self.steps_generated = 0  # how many times this object asked the judge for steps
+        self.panel: tuple[GEval, ...] | None = None
+        self.panel = check_panel(self, panel)
+        # a panel member's prompts share everything up to the cue with the other members on
+        # the same case, so it runs case-major (see run.schedule.pair_order)
+        self.metric_major = self.panel is None
 
     # -- definition ----------------------------------------------------------------------
 
@@ -261,6 +324,7 @@ class GEval(BaseMetric):
             "include_reason": self.include_reason,
             "examples": examples_to_list(self.examples, self._answer_key()),
             "contextual_calibration": self.contextual_calibration or None,
+            "panel": [m.to_dict() for m in self.panel] if self.panel else None,
         }
         return {k: v for k, v in data.items() if v is not None}
 
@@ -280,6 +344,7 @@ class GEval(BaseMetric):
             "include_reason",
             "examples",
             "contextual_calibration",
+            "panel",
         }
         kwargs = definition_kwargs(data, known, "GEval")
         if "rubric" in kwargs and kwargs["rubric"] is not None:
@@ -331,7 +396,13 @@ class GEval(BaseMetric):
     def _definition_block(self, steps: list[str]) -> str:
         """Criteria, steps, rubric and the task itself: everything a pair shares with the
         other outputs of its input, so the task is read once per group, not once per pair."""
-        lines = [f"Evaluation criteria ({self.name}):"]
+        lines = self._definition_lines(steps, f"Evaluation criteria ({self.name}):")
+        lines.append("")
+        lines.append(f"Task: {self.task()}")
+        return "\n".join(lines) + "\n\n"
+
+    def _definition_lines(self, steps: list[str], title: str) -> list[str]:
+        lines = [title]
         if self.criteria:
             lines.append(self.criteria.strip())
         lines.append("")
@@ -341,17 +412,73 @@ class GEval(BaseMetric):
             lines.append("")
             lines.append("Rubric:")
             lines += [r.line() for r in self.rubric]
-        lines.append("")
-        lines.append(f"Task: {self.task()}")
+        return lines
+
+    def _member_block(self, steps: list[str]) -> str:
+        """This metric as one member of a panel: what it judges and its scale, no task."""
+        lines = self._definition_lines(steps, f"Metric: {self.name}")
+        if self.strict_mode:
+            lines.append("Answer: Yes or No.")
+        elif not self.rubric:
+            lo, hi = self.score_range
+            lines.append(f"Scale: {lo} (worst) to {hi} (best).")
         return "\n".join(lines) + "\n\n"
 
-    def _blocks(self, case: LLMTestCase, steps: list[str]) -> tuple[str, ...]:
+    def _panel_task(self) -> str:
+        assert self.panel is not None
+        task = (
+            "Task: following the evaluation steps of the metric named at the end, score the "
+            "test case below on that metric"
+        )
+        if all(m.strict_mode for m in self.panel):
+            task = (
+                "Task: following the evaluation steps of the metric named at the end, decide "
+                "whether the test case below fully meets that metric's criteria. Reply with Yes "
+                "or No only."
+            )
+        elif any(m.strict_mode for m in self.panel):
+            task += (
+                ", from the lowest to the highest score of its scale (Yes or No where the metric "
+                "says so). Reply with the number, or Yes or No, only."
+            )
+        else:
+            scale = "rubric" if all(m.rubric for m in self.panel) else "rubric or scale"
+            task += f", from the lowest to the highest score of its {scale}. "
+            task += "Reply with the number only."
+        return task + "\n\n"
+
+    def definition(self, session: Any, steps: list[str]) -> tuple[str, ...]:
+        """The definition blocks of this metric's prompts (`steps`: its own): its definition,
+        or, in a panel, every member's definition in declared order, then the panel's task."""
+        if self.panel is None:
+            return (self._definition_block(steps),)
+        blocks = [
+            m._member_block(steps if m.name == self.name else m.steps_for(session))
+            for m in self.panel
+        ]
+        return (*blocks, self._panel_task())
+
+    def prompt_params(self) -> list[SingleTurnParams]:
+        """Every field in this metric's prompts (a panel's prompts show every member's)."""
+        if self.panel is None:
+            return list(self.evaluation_params)
+        params: list[SingleTurnParams] = []
+        for member in self.panel:
+            params += [p for p in member.evaluation_params if p not in params]
+        return ordered_params(params)
+
+    def _blocks(self, case: LLMTestCase, definition: tuple[str, ...]) -> tuple[str, ...]:
         """Header, worked examples, the fields cases share (the input), the definition
         (criteria, steps, rubric, task), then the case's own fields (the output) and, last, a
         short cue for the answer. Cases with one input and many outputs then share everything
         up to the output: the scheduler runs this metric over such a group back to back, so
         the input is read once per group, the definition once per group and metric, and a
-        pair costs only its output and the cue."""
+        pair costs only its output and the cue.
+
+        A panel puts the definitions first (shared by every prompt of the run), then the whole
+        case (shared by the members on that case), so a member costs only its cue."""
+        if self.panel is not None:
+            return (HEADER, *definition, *case_blocks(case, self.prompt_params())[1:])
         shared = [p for p in self.evaluation_params if p in SHARED_PARAMS]
         own = [p for p in self.evaluation_params if p not in SHARED_PARAMS]
         examples = examples_block(self.examples, self.name)
@@ -359,15 +486,19 @@ class GEval(BaseMetric):
             HEADER,
             *examples,
             *case_blocks(case, shared)[1:],
-            self._definition_block(steps),
+            *definition,
             *case_blocks(case, own)[1:],
         )
 
     def _choose(
-        self, session: JudgeSession, case: LLMTestCase, steps: list[str], options: list[str]
+        self,
+        session: JudgeSession,
+        case: LLMTestCase,
+        definition: tuple[str, ...],
+        options: list[str],
     ) -> tuple[ChoiceResult, tuple[float, ...] | None, tuple[float, ...] | None]:
         """The judge's choice among `options`, calibrated when asked: (choice, raw, prior)."""
-        prompt = Prompt(self._blocks(case, steps), self._question(), case.label)
+        prompt = Prompt(self._blocks(case, definition), self._question(), case.label)
         if not self.contextual_calibration:
             if self.strict_mode:
                 return session.choose(prompt, options), None, None
@@ -379,17 +510,20 @@ class GEval(BaseMetric):
             )
             return choice, None, None
         free = Prompt(
-            self._blocks(content_free_case(self.evaluation_params), steps), self._question()
+            self._blocks(content_free_case(self.evaluation_params), definition), self._question()
         )
         found = contextual_choose(session, prompt, free, options)
         return found.choice, found.raw, found.prior
 
     def _question(self) -> str:
-        """The cue after the output (the task itself is in the definition block)."""
-        if self.strict_mode:
-            return "Verdict (Yes or No):"
+        """The cue after the output (the task itself is in the definition block); a panel's
+        cue names the member."""
         lo, hi = self.score_range
-        return f"Score ({lo} to {hi}):"
+        if self.panel is None:
+            return "Verdict (Yes or No):" if self.strict_mode else f"Score ({lo} to {hi}):"
+        if self.strict_mode:
+            return f"{self.name} verdict (Yes or No):"
+        return f"{self.name} score ({lo} to {hi}):"
 
     def _fields(self) -> str:
         return fields_phrase(self.evaluation_params)
@@ -411,14 +545,15 @@ class GEval(BaseMetric):
         self, case: LLMTestCase, session: Any, *, include_reason: bool | None = None
     ) -> MetricResult:
         start = time.perf_counter()
-        case.require(self.evaluation_params, self.name)
+        case.require(self.prompt_params(), self.name)
         session = as_session(session, self.model)
         steps = self.steps_for(session)
-        blocks = self._blocks(case, steps)
+        definition = self.definition(session, steps)
+        blocks = self._blocks(case, definition)
         lo, hi = self.score_range
         trace = GEvalTrace(steps)
         options = ["Yes", "No"] if self.strict_mode else [str(v) for v in range(lo, hi + 1)]
-        choice, raw, prior = self._choose(session, case, steps, options)
+        choice, raw, prior = self._choose(session, case, definition, options)
         usage = choice.usage
         if raw is not None and prior is not None:
             trace.raw = dict(zip(options, raw, strict=True))
@@ -444,7 +579,7 @@ class GEval(BaseMetric):
         return self.conclude(session, reason_prompt, include_reason, score, trace, usage, start)
 
     def required_params(self) -> list[SingleTurnParams]:
-        return list(self.evaluation_params)
+        return self.prompt_params()
 
     def __repr__(self) -> str:
         params = ", ".join(param_title(p) for p in self.evaluation_params)

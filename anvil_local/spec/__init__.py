@@ -1,5 +1,11 @@
 """Metric files (TOML/JSON) <-> metric objects, and DeepEval DAG JSON import."""
 
-from anvil_local.spec.files import MetricFileError, dump_metric, load_metric, metric_from_dict
+from anvil_local.spec.files import (
+    MetricFileError,
+    dump_metric,
+    load_metric,
+    load_metrics,
+    metric_from_dict,
+)
 
-__all__ = ["MetricFileError", "dump_metric", "load_metric", "metric_from_dict"]
+__all__ = ["MetricFileError", "dump_metric", "load_metric", "load_metrics", "metric_from_dict"]

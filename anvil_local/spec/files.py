@@ -1,4 +1,5 @@
-"""Metric files: one metric per TOML or JSON file; DeepEval DAG JSON is recognised too."""
+"""Metric files: one metric per TOML or JSON file; DeepEval DAG JSON is recognised too. A
+G-Eval panel file (`type = "geval_panel"`) names several G-Eval files judged as one panel."""
 
 from __future__ import annotations
 
@@ -48,12 +49,59 @@ def read_metric_dict(path: Path) -> dict[str, Any]:
     return data
 
 
+PANEL_KIND = "geval_panel"
+
+
 def load_metric(path: str | Path) -> Any:
     """A metric of any registered kind from a file; every error names the file (and node)."""
     path = Path(path)
     data = read_metric_dict(path)
+    if data.get("type") == PANEL_KIND:
+        raise MetricFileError(
+            f"{path}: a G-Eval panel file holds several metrics: give it to `anvil eval` or "
+            "`anvil bench` (in Python, load_metrics)"
+        )
     try:
         return metric_from_dict(data)
+    except (AnvilError, ValueError, TypeError) as exc:
+        raise MetricFileError(f"{path}: {exc}") from exc
+
+
+def load_metrics(path: str | Path) -> list[Any]:
+    """The metrics of a file: its one metric, or every member of a G-Eval panel file."""
+    path = Path(path)
+    data = read_metric_dict(path)
+    if data.get("type") != PANEL_KIND:
+        return [load_metric(path)]
+    from anvil_local.metrics.geval import GEval, geval_panel
+
+    unknown = sorted(set(data) - {"type", "members"})
+    if unknown:
+        raise MetricFileError(f"{path}: unknown geval_panel field(s): {', '.join(unknown)}")
+    members = data.get("members")
+    if not isinstance(members, list) or len(members) < 2:
+        raise MetricFileError(f"{path}: 'members' must list two or more G-Eval metric files")
+    metrics = []
+    for member in members:
+        if isinstance(member, str):
+            where = f"{path}: member {member}"
+            try:
+                metric = load_metric(path.parent / member)
+            except MetricFileError as exc:
+                raise MetricFileError(f"{where}: {exc}") from exc
+        elif isinstance(member, dict):
+            where = f"{path}: member {member.get('name', '?')!r}"
+            try:
+                metric = metric_from_dict({"type": "geval", **member})
+            except (AnvilError, ValueError, TypeError) as exc:
+                raise MetricFileError(f"{where}: {exc}") from exc
+        else:
+            raise MetricFileError(f"{path}: each member is a file path or a G-Eval table")
+        if not isinstance(metric, GEval):
+            raise MetricFileError(f"{where}: a panel member must be a G-Eval metric")
+        metrics.append(metric)
+    try:
+        return geval_panel(metrics)
     except (AnvilError, ValueError, TypeError) as exc:
         raise MetricFileError(f"{path}: {exc}") from exc
 
