@@ -103,7 +103,14 @@ def test_panel_rules(panel, message):
         )
 
 
-def test_a_member_must_match_its_entry_and_have_no_examples():
+def test_only_geval_metrics_make_a_panel():
+    from anvil_local.errors import MetricTypeError
+
+    with pytest.raises(MetricTypeError, match="must be GEval, got DAGMetric"):
+        geval_panel([_members()[0], load_metric(ROOT / "examples" / "headings.toml")])
+
+
+def test_a_member_must_match_its_entry_and_take_no_contextual_calibration():
     member = geval_panel(_members())[0].to_dict()
     member["panel"][0]["evaluation_steps"] = ["Something else."]
     with pytest.raises(MetricDefinitionError, match="differs from its entry"):

@@ -234,6 +234,9 @@ def geval_panel(metrics: Sequence[GEval]) -> list[GEval]:
     the case, then a short cue naming the member, so the case is read once for all of them
     and each member costs only its cue. A member's scores are its scores within this panel
     (the other definitions are part of its prompt), not those of the metric alone."""
+    for metric in metrics:
+        if not isinstance(metric, GEval):
+            raise MetricTypeError(f"panel members must be GEval, got {type(metric).__name__}")
     definitions = [_standalone(m) for m in metrics]
     return [GEval.from_dict({**data, "panel": definitions}) for data in definitions]
 
