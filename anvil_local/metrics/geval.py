@@ -190,10 +190,11 @@ def check_panel(
     calibration (their prompts would not be shared)."""
     if panel is None:
         return None
-    if isinstance(panel, str | dict) or len(list(panel)) < 2:
+    items = [] if isinstance(panel, str | dict) else list(panel)
+    if len(items) < 2:
         raise MetricDefinitionError("a G-Eval panel needs a list of two or more G-Eval metrics")
     members: list[GEval] = []
-    for item in panel:
+    for item in items:
         if isinstance(item, dict):
             if item.get("type", "geval") != "geval":
                 raise MetricDefinitionError("every member of a G-Eval panel is a G-Eval metric")
