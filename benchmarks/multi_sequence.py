@@ -1,11 +1,12 @@
 """Could a panel's members be read in one decode? The four member prompts of one SummEval case
-share everything but their last ~15 tokens (the cue). This reads those four suffixes three
-ways on a bare llama.cpp context of the same model and compares each member's logits, bit for
+share everything but their last ~15 tokens (the cue). This reads those four suffixes in
+turns on bare llama.cpp contexts of the same model and compares each member's logits, bit for
 bit, with a cold evaluation of its whole prompt:
 
 - one KV sequence, suffix after suffix from the shared prefix (what anvil does);
 - one decode, the four suffixes in four sequences of one unified KV cache;
-- one decode, the four suffixes in four separate KV streams (the prefix copied to each).
+- one decode, the four suffixes in four separate KV streams (the prefix copied to each);
+- the same, with the prefix copied before the clock starts.
 
     python benchmarks/multi_sequence.py --model smollm2-135m-instruct-q8_0
 """
@@ -133,9 +134,22 @@ def main() -> None:
             found.append(one.logits(-1))
         return found
 
+    def reset(ctx: Context) -> None:
+        """Back to the shared prefix, in sequence 0 only."""
+        for seq in range(1, MEMBERS):
+            lib.llama_memory_seq_rm(ctx.memory, seq, -1, -1)
+        lib.llama_memory_seq_rm(ctx.memory, 0, shared, -1)
+
     def copy_prefix(ctx: Context) -> None:
         for seq in range(1, MEMBERS):
             lib.llama_memory_seq_cp(ctx.memory, 0, seq, -1, -1)
+
+    def prefix_in_every_stream(ctx: Context) -> None:
+        reset(ctx)
+        copy_prefix(ctx)
+        ctx.decode(items[:2])  # a stream copy runs at the next decode
+        for seq in range(MEMBERS):
+            lib.llama_memory_seq_rm(ctx.memory, seq, shared, -1)
 
     def in_one_decode(ctx: Context, copy: bool = True) -> list[np.ndarray]:
         if copy:  # part of the cost: a separate stream copies the prefix's KV data
@@ -143,32 +157,32 @@ def main() -> None:
         ctx.decode(items)
         return [ctx.logits(row) for row in last]
 
+    def nothing() -> None:
+        pass
+
+    # each way: (untimed set-up, timed read)
     ways = {
-        "one sequence, suffix after suffix": one_after_another,
-        "one decode, four sequences, one unified cache": lambda: in_one_decode(many[True]),
-        "one decode, four sequences, separate KV streams": lambda: in_one_decode(many[False]),
-        "the same, the prefix already in every stream (not timed)": lambda: in_one_decode(
-            many[False], copy=False
+        "one sequence, suffix after suffix": (nothing, one_after_another),
+        "one decode, four sequences, one unified cache": (
+            lambda: reset(many[True]),
+            lambda: in_one_decode(many[True]),
+        ),
+        "one decode, four sequences, separate KV streams": (
+            lambda: reset(many[False]),
+            lambda: in_one_decode(many[False]),
+        ),
+        "the same, the prefix already in every stream (not timed)": (
+            lambda: prefix_in_every_stream(many[False]),
+            lambda: in_one_decode(many[False], copy=False),
         ),
     }
     seconds = dict.fromkeys(ways, 0.0)
     found: dict[str, list[np.ndarray]] = {}
-    for _ in range(args.rounds):  # the ways take turns, so machine noise falls on all three
-        for ctx in many.values():
-            for seq in range(1, MEMBERS):
-                lib.llama_memory_seq_rm(ctx.memory, seq, -1, -1)
-            lib.llama_memory_seq_rm(ctx.memory, 0, shared, -1)
-        for name, way in ways.items():
-            if "already" in name:
-                lib.llama_memory_seq_rm(many[False].memory, 0, shared, -1)
-                for seq in range(1, MEMBERS):
-                    lib.llama_memory_seq_rm(many[False].memory, seq, -1, -1)
-                copy_prefix(many[False])
-                many[False].decode(items[:2])  # the copy runs at the next decode: not timed
-                for seq in range(MEMBERS):
-                    lib.llama_memory_seq_rm(many[False].memory, seq, shared, -1)
+    for _ in range(args.rounds):  # the ways take turns, so machine noise falls on all of them
+        for name, (set_up, read) in ways.items():
+            set_up()
             start = time.perf_counter()
-            found[name] = way()
+            found[name] = read()
             seconds[name] += time.perf_counter() - start
     for name in ways:
         compare(name, reference, found[name], seconds[name], args.rounds)
