@@ -61,10 +61,15 @@ def load_metric(path: str | Path) -> Any:
             f"{path}: a G-Eval panel file holds several metrics: give it to `anvil eval` or "
             "`anvil bench` (in Python, load_metrics)"
         )
+    return _metric_of(data, str(path))
+
+
+def _metric_of(data: dict[str, Any], where: str) -> Any:
+    """The metric a definition describes; an error names `where` it came from."""
     try:
         return metric_from_dict(data)
     except (AnvilError, ValueError, TypeError) as exc:
-        raise MetricFileError(f"{path}: {exc}") from exc
+        raise MetricFileError(f"{where}: {exc}") from exc
 
 
 def load_metrics(path: str | Path) -> list[Any]:
@@ -72,7 +77,7 @@ def load_metrics(path: str | Path) -> list[Any]:
     path = Path(path)
     data = read_metric_dict(path)
     if data.get("type") != PANEL_KIND:
-        return [load_metric(path)]
+        return [_metric_of(data, str(path))]  # the file is read once
     from anvil_local.metrics.geval import GEval, geval_panel
 
     unknown = sorted(set(data) - {"type", "members"})
@@ -91,10 +96,7 @@ def load_metrics(path: str | Path) -> list[Any]:
                 raise MetricFileError(f"{where}: {exc}") from exc
         elif isinstance(member, dict):
             where = f"{path}: member {member.get('name', '?')!r}"
-            try:
-                metric = metric_from_dict({"type": "geval", **member})
-            except (AnvilError, ValueError, TypeError) as exc:
-                raise MetricFileError(f"{where}: {exc}") from exc
+            metric = _metric_of({"type": "geval", **member}, where)
         else:
             raise MetricFileError(f"{path}: each member is a file path or a G-Eval table")
         if not isinstance(metric, GEval):
