@@ -23,7 +23,7 @@ from anvil_local.catalogue import cache_dir
 log = logging.getLogger(__name__)
 
 #: Bump when prompts or scoring change in a way that makes old entries wrong.
-CACHE_VERSION = "4"  # 4: G-Eval states its task before the output, a short cue after it
+CACHE_VERSION = "5"  # 4: G-Eval task before the output; 5: shorter DAG judgement questions
 
 _MIGRATIONS = [
     "CREATE TABLE IF NOT EXISTS steps (key TEXT PRIMARY KEY, steps TEXT NOT NULL)",

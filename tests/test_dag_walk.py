@@ -14,6 +14,7 @@ from anvil_local import (
     TaskNode,
     VerdictNode,
 )
+from anvil_local.metrics.dag.metric import judgement_question
 from tests.fakes import FakeJudge
 
 OUT = [SingleTurnParams.ACTUAL_OUTPUT]
@@ -74,6 +75,20 @@ def test_options_keep_declared_order_and_nodes_share_the_case_prefix():
     for prompt in prompts[1:]:
         assert prompt.blocks[: len(case_block)] == case_block
         assert prompt.blocks[len(case_block)] == "Summary headings:\nIntro, Body\n\n"
+
+
+def test_judgement_questions_name_the_options_in_declared_order():
+    judge = judge_for()
+    DAGMetric("Headings", headings_dag(), include_reason=False).measure(CASE, judge)
+    binary, choice = judge.calls[1][1].question, judge.calls[2][1].question
+    assert binary == "Are all three headings present? (Yes or No)"
+    assert choice == (
+        "Are the headings in order?\nOptions: Yes; Two are out of order; All out of order."
+    )
+    done = NonBinaryJudgementNode(
+        criteria="Which?", children=[VerdictNode("A", score=1), VerdictNode("B.", score=0)]
+    )
+    assert judgement_question(done) == "Which?\nOptions: A; B."
 
 
 def test_several_scoring_leaves_take_the_lowest_whatever_the_declaration_order():

@@ -34,10 +34,16 @@ def task_question(node: TaskNode) -> str:
 
 
 def judgement_question(node: JudgementNode) -> str:
+    """The node's criteria and its answers, as few tokens as the judge needs.
+
+    Every node of a walk reads this after the case, so each token here is paid per node and
+    per case; the grammar already holds the answer to the options, the text only names them.
+    """
     if isinstance(node, NonBinaryJudgementNode):
-        options = "\n".join(f"- {o.strip()}" for o in node.options())
-        return f"{node.criteria.strip()}\nReply with exactly one of these options:\n{options}"
-    return f"{node.criteria.strip()}\nReply with Yes or No only."
+        options = "; ".join(o.strip() for o in node.options())
+        end = "" if options.endswith((".", "?", "!")) else "."
+        return f"{node.criteria.strip()}\nOptions: {options}{end}"
+    return f"{node.criteria.strip()} (Yes or No)"
 
 
 def visible_blocks(visible: Visible) -> tuple[str, ...]:

@@ -1,0 +1,93 @@
+"""Two `anvil bench --report` folders on the same cases: how each metric's agreement moved.
+
+A prompt change (a template, a question's wording) is judged by running the same bench before
+and after it, each into its own report folder, then pairing the two runs case by case:
+
+    anvil bench --data D --label labels.L --metric M --report before/   # on the old code
+    anvil bench --data D --label labels.L --metric M --report after/    # on the new code
+    python benchmarks/paired_reports.py --data D --label labels.L before/ after/
+
+For a binary label it prints AUROC before and after and the paired difference; for a graded
+label the mean per-document Spearman. Intervals resample whole documents (the bench's own
+bootstrap), the same documents for both runs, so the difference's interval is paired.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from anvil_local.bench import stats
+from anvil_local.bench.run import continuous_score, label_kind
+from anvil_local.bench.suite import document_of, labels_of
+from anvil_local.run.dataset import read_cases
+from anvil_local.run.records import ResultLine
+
+
+def read_report(folder: Path) -> dict[str, dict[tuple[str, str], float]]:
+    """model -> (metric, case id) -> the score the bench compares with the label."""
+    out: dict[str, dict[tuple[str, str], float]] = {}
+    for path in sorted(folder.glob("results-*.jsonl")):
+        model = path.stem.removeprefix("results-")
+        scores = out.setdefault(model, {})
+        for text in path.read_text().splitlines():
+            line = ResultLine.from_dict(json.loads(text))
+            score = continuous_score(line)
+            if score is not None:
+                scores[(line.metric, line.case_id)] = score
+    return out
+
+
+def statistic(kind: str, pred: np.ndarray, human: np.ndarray, docs: list[str]) -> stats.Stat:
+    if kind == "binary":
+        return lambda i: stats.auroc(pred[i], human[i])
+    return stats.document_mean("spearman", pred, human, stats.doc_groups(docs))
+
+
+def compare(data: Path, label: str, before: Path, after: Path) -> list[str]:
+    rows = read_cases(data)
+    human_of = dict(zip((r.case_id for r in rows), labels_of(rows, label, str(data)), strict=True))
+    doc_of = {r.case_id: document_of(r) for r in rows}
+    kind = label_kind(np.asarray(list(human_of.values()), dtype=float))
+    name = "AUROC" if kind == "binary" else "doc Spearman"
+    lines = [
+        f"| model | metric | cases | {name} before | {name} after | after - before |",
+        "|---|---|---|---|---|---|",
+    ]
+    old_runs, new_runs = read_report(before), read_report(after)
+    for model, new in new_runs.items():
+        old = old_runs.get(model, {})
+        for metric in dict.fromkeys(m for m, _ in new):  # first-seen order, as the bench ran
+            ids = [c for (m, c) in new if m == metric and (m, c) in old]
+            if len(ids) < 2:
+                continue
+            docs = [doc_of[c] for c in ids]
+            human = np.asarray([human_of[c] for c in ids], dtype=float)
+            a = statistic(kind, np.asarray([old[(metric, c)] for c in ids]), human, docs)
+            b = statistic(kind, np.asarray([new[(metric, c)] for c in ids]), human, docs)
+            groups = stats.doc_groups(docs)
+            ea, eb = stats.estimate(a, groups, len(ids)), stats.estimate(b, groups, len(ids))
+            d = stats.paired_difference(a, b, docs, len(ids))
+            lines.append(
+                f"| {model} | {metric} | {len(ids)} | {ea.value:.3f} [{ea.low:.2f}, {ea.high:.2f}]"
+                f" | {eb.value:.3f} [{eb.low:.2f}, {eb.high:.2f}]"
+                f" | {d.value:+.3f} [{d.low:+.2f}, {d.high:+.2f}] |"
+            )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="the cases both runs scored")
+    parser.add_argument("--label", required=True, help="labels.NAME, as given to the bench")
+    parser.add_argument("before", type=Path, help="report folder of the first run")
+    parser.add_argument("after", type=Path, help="report folder of the second run")
+    args = parser.parse_args()
+    print("\n".join(compare(args.data, args.label, args.before, args.after)))
+
+
+if __name__ == "__main__":
+    main()
