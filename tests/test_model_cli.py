@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -168,11 +169,15 @@ def test_explain_prints_the_walk_with_probabilities(default_model_path: Path):
         "case swapped",
         "[extract] Summary headings:",
         "[headings] Do the summary",
-        "* Yes",
         "expected score",
         "reason:",
     ):
         assert part in result.output
+    # both answers listed with their probabilities, the judge's one starred (which one is
+    # the model's business, not this test's)
+    answers = re.findall(r"^ +(\*)? (Yes|No) +(0\.\d{3}|1\.000)", result.output, re.MULTILINE)
+    assert sorted(a for _, a, _ in answers[:2]) == ["No", "Yes"]
+    assert [star for star, _, _ in answers[:2]].count("*") == 1
 
 
 def _readme_blocks(kind: str) -> list[str]:
