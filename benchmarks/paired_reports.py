@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -58,8 +59,14 @@ def compare(data: Path, label: str, before: Path, after: Path) -> list[str]:
         "|---|---|---|---|---|---|",
     ]
     old_runs, new_runs = read_report(before), read_report(after)
+    for folder, runs in ((before, old_runs), (after, new_runs)):
+        if not runs:
+            raise SystemExit(f"{folder}: no results-*.jsonl (an `anvil bench --report` folder?)")
     for model, new in new_runs.items():
-        old = old_runs.get(model, {})
+        if model not in old_runs:
+            print(f"{model}: in {after} only, not compared", file=sys.stderr)
+            continue
+        old = old_runs[model]
         for metric in dict.fromkeys(m for m, _ in new):  # first-seen order, as the bench ran
             ids = [c for (m, c) in new if m == metric and (m, c) in old]
             if len(ids) < 2:
