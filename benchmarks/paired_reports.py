@@ -7,6 +7,9 @@ and after it, each into its own report folder, then pairing the two runs case by
     anvil bench --data D --label labels.L --metric M --report after/    # on the new code
     python benchmarks/paired_reports.py --data D --label labels.L before/ after/
 
+A suite's two runs (`anvil bench --suite S --report ...`) are paired with `--suite S`: each
+metric is compared with its own label, as the bench did.
+
 For a binary label it prints AUROC before and after and the paired difference; for a graded
 label the mean per-document Spearman. Intervals resample whole documents (the bench's own
 bootstrap), the same documents for both runs, so the difference's interval is paired.
@@ -17,13 +20,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from anvil_local.bench import stats
 from anvil_local.bench.run import continuous_score, label_kind
-from anvil_local.bench.suite import document_of, labels_of
+from anvil_local.bench.suite import document_of, labels_of, load_suite
+from anvil_local.errors import AnvilError
 from anvil_local.run.dataset import read_cases
 from anvil_local.run.records import ResultLine
 
@@ -48,15 +53,28 @@ def statistic(kind: str, pred: np.ndarray, human: np.ndarray, docs: list[str]) -
     return stats.document_mean("spearman", pred, human, stats.doc_groups(docs))
 
 
-def compare(data: Path, label: str, before: Path, after: Path) -> list[str]:
-    rows = read_cases(data)
-    human_of = dict(zip((r.case_id for r in rows), labels_of(rows, label, str(data)), strict=True))
-    doc_of = {r.case_id: document_of(r) for r in rows}
-    kind = label_kind(np.asarray(list(human_of.values()), dtype=float))
-    name = "AUROC" if kind == "binary" else "doc Spearman"
+class Labels:
+    """Human labels of the cases: which label each metric is compared with, and the values."""
+
+    def __init__(self, data: Path, label_of: Callable[[str], str | None]) -> None:
+        self.rows = read_cases(data)
+        self.data = data
+        self.label_of = label_of
+        self.doc_of = {r.case_id: document_of(r) for r in self.rows}
+        self._values: dict[str, dict[str, float]] = {}
+
+    def values(self, label: str) -> dict[str, float]:
+        if label not in self._values:
+            ids = (r.case_id for r in self.rows)
+            values = labels_of(self.rows, label, str(self.data))
+            self._values[label] = dict(zip(ids, (float(v) for v in values), strict=True))
+        return self._values[label]
+
+
+def compare(labels: Labels, before: Path, after: Path) -> list[str]:
     lines = [
-        f"| model | metric | cases | {name} before | {name} after | after - before |",
-        "|---|---|---|---|---|---|",
+        "| model | metric | cases | statistic | before | after | after - before |",
+        "|---|---|---|---|---|---|---|",
     ]
     old_runs, new_runs = read_report(before), read_report(after)
     for folder, runs in ((before, old_runs), (after, new_runs)):
@@ -68,32 +86,62 @@ def compare(data: Path, label: str, before: Path, after: Path) -> list[str]:
             continue
         old = old_runs[model]
         for metric in dict.fromkeys(m for m, _ in new):  # first-seen order, as the bench ran
+            label = labels.label_of(metric)
+            if label is None:
+                print(f"{metric}: no label for it in the suite, not compared", file=sys.stderr)
+                continue
+            human_of = labels.values(label)
             ids = [c for (m, c) in new if m == metric and (m, c) in old]
             if len(ids) < 2:
                 continue
-            docs = [doc_of[c] for c in ids]
+            kind = label_kind(np.asarray(list(human_of.values()), dtype=float))
+            docs = [labels.doc_of[c] for c in ids]
             human = np.asarray([human_of[c] for c in ids], dtype=float)
             a = statistic(kind, np.asarray([old[(metric, c)] for c in ids]), human, docs)
             b = statistic(kind, np.asarray([new[(metric, c)] for c in ids]), human, docs)
             groups = stats.doc_groups(docs)
             ea, eb = stats.estimate(a, groups, len(ids)), stats.estimate(b, groups, len(ids))
             d = stats.paired_difference(a, b, docs, len(ids))
+            name = "AUROC" if kind == "binary" else "doc Spearman"
             lines.append(
-                f"| {model} | {metric} | {len(ids)} | {ea.value:.3f} [{ea.low:.2f}, {ea.high:.2f}]"
+                f"| {model} | {metric} | {len(ids)} | {name} |"
+                f" {ea.value:.3f} [{ea.low:.2f}, {ea.high:.2f}]"
                 f" | {eb.value:.3f} [{eb.low:.2f}, {eb.high:.2f}]"
                 f" | {d.value:+.3f} [{d.low:+.2f}, {d.high:+.2f}] |"
             )
     return lines
 
 
+def suite_labels(name: str) -> Labels:
+    """Each metric of a suite (a panel file brings its members) with the suite's label."""
+    suite = load_suite(name)
+    label_by_metric: dict[str, str] = {}
+    for spec in suite.metrics:
+        for metric in spec.metrics():
+            label_by_metric[metric.name] = spec.label
+    return Labels(suite.data, label_by_metric.get)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, required=True, help="the cases both runs scored")
-    parser.add_argument("--label", required=True, help="labels.NAME, as given to the bench")
+    parser.add_argument("--data", type=Path, help="the cases both runs scored")
+    parser.add_argument("--label", help="labels.NAME, as given to the bench")
+    parser.add_argument("--suite", help="the suite both runs ran (instead of --data, --label)")
     parser.add_argument("before", type=Path, help="report folder of the first run")
     parser.add_argument("after", type=Path, help="report folder of the second run")
     args = parser.parse_args()
-    print("\n".join(compare(args.data, args.label, args.before, args.after)))
+    try:
+        if args.suite:
+            if args.data or args.label:
+                parser.error("give --suite, or --data with --label, not both")
+            labels = suite_labels(args.suite)
+        elif args.data and args.label:
+            labels = Labels(args.data, lambda metric: args.label)
+        else:
+            parser.error("give --suite, or --data with --label")
+        print("\n".join(compare(labels, args.before, args.after)))
+    except AnvilError as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 if __name__ == "__main__":

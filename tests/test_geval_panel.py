@@ -184,7 +184,6 @@ def test_panel_members_can_be_written_inline(tmp_path):
 
 
 def test_a_suite_entry_can_pick_one_member_of_a_panel(tmp_path):
-    from anvil_local.bench.cli import _spec_metrics
     from anvil_local.bench.suite import MetricSpec, load_suite
     from anvil_local.errors import DataError
 
@@ -194,10 +193,10 @@ def test_a_suite_entry_can_pick_one_member_of_a_panel(tmp_path):
         'label = "fluency"\n'
     )
     (spec,) = load_suite(str(suite)).metrics
-    assert [m.name for m in _spec_metrics(spec)] == ["Fluency"]
-    assert len(_spec_metrics(MetricSpec(PANEL_FILE, "fluency"))) == 4
+    assert [m.name for m in spec.metrics()] == ["Fluency"]
+    assert len(MetricSpec(PANEL_FILE, "fluency").metrics()) == 4
     with pytest.raises(DataError, match="no member named 'Style'"):
-        _spec_metrics(MetricSpec(PANEL_FILE, "fluency", member="Style"))
+        MetricSpec(PANEL_FILE, "fluency", member="Style").metrics()
 
 
 def test_fitting_a_calibration_into_a_panel_file_is_refused(tmp_path):

@@ -38,21 +38,6 @@ def _one_label_per_file(specs: Any) -> None:
             )
 
 
-def _spec_metrics(spec: Any) -> list[Any]:
-    """The metrics a spec compares with its label: the file's one metric, a panel's members,
-    or the one member the spec names."""
-    from anvil_local.spec import load_metrics
-
-    metrics = load_metrics(spec.file)
-    if getattr(spec, "member", None) is None:
-        return metrics
-    chosen = [m for m in metrics if m.name == spec.member]
-    if not chosen:
-        names = ", ".join(m.name for m in metrics)
-        raise DataError(f"{spec.file} has no member named {spec.member!r} (members: {names})")
-    return chosen
-
-
 def run_bench(
     *,
     suite: str | None,
@@ -94,7 +79,7 @@ def run_bench(
     if fit_calibration:
         _one_label_per_file(specs_in)
     rows = select(read_cases(Path(data_file)), docs, limit)
-    specs = [(metric, spec) for spec in specs_in for metric in _spec_metrics(spec)]
+    specs = [(metric, spec) for spec in specs_in for metric in spec.metrics()]
     if fit_calibration:
         panels = sorted({str(s.file) for m, s in specs if getattr(m, "panel", None)})
         if panels:

@@ -19,6 +19,7 @@ import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +34,20 @@ class MetricSpec:
     file: Path
     label: str
     member: str | None = None  # one member of a G-Eval panel file (default: all of them)
+
+    def metrics(self) -> list[Any]:
+        """The metrics this spec compares with its label: the file's one metric, a panel's
+        members, or the one member it names."""
+        from anvil_local.spec import load_metrics
+
+        metrics = load_metrics(self.file)
+        if self.member is None:
+            return metrics
+        chosen = [m for m in metrics if m.name == self.member]
+        if not chosen:
+            names = ", ".join(m.name for m in metrics)
+            raise DataError(f"{self.file} has no member named {self.member!r} (members: {names})")
+        return chosen
 
 
 @dataclass(frozen=True)
