@@ -32,7 +32,8 @@ The contenders (each tool on each file) take turns article by article (for the D
 case), so a noisy neighbour slows all alike. Each keeps its own model instance, so each keeps
 what its own llama.cpp context has read. The raw llama.cpp ceiling of each file (prompt and
 generated tokens/s, the `anvil doctor` probe) is measured at the start, and the table says
-how far above it each contender's time per case is.
+how far above it each contender's time per case is: prompt tokens at the prompt rate,
+generated ones (DeepEval's completions, anvil's one-token decodes) at the generated rate.
 """
 
 from __future__ import annotations
@@ -163,6 +164,7 @@ class Contender:
     usage: Any = None  # anvil: the summed Usage
     errors: int = 0
     scores: list = field(default_factory=list)
+    generated: int = 0  # anvil: one-token generation decodes (counted by `count_generation`)
 
     @property
     def file(self) -> str:
@@ -182,7 +184,27 @@ class Contender:
                 f"{prompt + generated:.0f} (prompt {prompt:.0f}, generated {generated:.0f})",
             )
         evaluated, trie = self.usage.evaluated_tokens / n, self.usage.distinct_tokens / n
-        return evaluated / rate.prompt_tokens_per_s, f"{evaluated:.0f} evaluated (trie {trie:.0f})"
+        generated = self.generated / n  # part of `evaluated`, read at the generated rate
+        floor = (evaluated - generated) / rate.prompt_tokens_per_s
+        floor += generated / rate.generated_tokens_per_s
+        split = f"; {generated:.1f} generated" if self.generated else ""
+        return floor, f"{evaluated:.0f} evaluated (trie {trie:.0f}{split})"
+
+
+def count_generation(contender: Contender) -> None:
+    """Count anvil's one-token generation decodes (its `evaluate(..., exact=False)` calls):
+    they are part of its evaluated tokens, but the raw ceiling reads them at the generated
+    rate, as it does DeepEval's completion tokens."""
+    runtime = contender.llm.runtime
+    evaluate_tokens = runtime.evaluate
+
+    def counted(tokens, exact=True):
+        result = evaluate_tokens(tokens, exact)
+        if not exact:
+            contender.generated += result[2]
+        return result
+
+    runtime.evaluate = counted
 
 
 def table(label: str, n: int, contenders: list[Contender]) -> None:
@@ -361,6 +383,7 @@ def main() -> None:
         print(ceiling_line(Path(model.path).name, ceiling))
         contenders.append(Contender("DeepEval", model, ceiling, make_deepeval_model(model)))
         contenders.append(Contender("anvil", model, ceiling, get_judge(model)))
+        count_generation(contenders[-1])
         if args.panel and args.workload == "geval":
             contenders.append(Contender("anvil panel", model, ceiling, Judge.load(model)))
     print(f"DeepEval {deepeval.__version__}, llama.cpp {contenders[0].ceiling.llama_cpp_version}")
