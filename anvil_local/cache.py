@@ -9,6 +9,7 @@ never worth failing a run for.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from anvil_local.catalogue import cache_dir
+from anvil_local.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -134,17 +135,36 @@ class Cache:
         self._put("results", "result", key, result)
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        """Close the connection (a later call opens it again)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> Cache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
-_DEFAULT: dict[str, Cache] = {}
+_OPEN: dict[str, Cache] = {}
 
 
 def default_cache() -> Cache:
-    """The process's cache at the configured location (re-read so tests can redirect it)."""
+    """The process's cache at the configured location (re-read, so that a changed
+    ANVIL_CACHE_DIR gets its own); closed by `close_caches()`, and at exit."""
     path = str(cache_dir() / "cache.sqlite3")
-    if path not in _DEFAULT:
-        _DEFAULT[path] = Cache(Path(path))
-    return _DEFAULT[path]
+    if path not in _OPEN:
+        _OPEN[path] = Cache(Path(path))
+    return _OPEN[path]
+
+
+def close_caches() -> None:
+    """Close and forget every cache `default_cache()` opened."""
+    while _OPEN:
+        _, cache = _OPEN.popitem()
+        cache.close()
+
+
+atexit.register(close_caches)

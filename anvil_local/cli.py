@@ -28,7 +28,7 @@ class AnvilGroup(click.Group):
         try:
             return super().invoke(ctx)
         except AnvilError as exc:
-            click.echo(f"Error: {exc}", err=True)
+            click.echo(f"Error: {exc.one_line()}", err=True)
             ctx.exit(exc.exit_code)
         except click.UsageError as exc:  # one line too, with where to find help
             command = exc.ctx.command_path if exc.ctx else "anvil"
@@ -59,7 +59,8 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "model",
             default=None,
             metavar="NAME|PATH",
-            help="Catalogue name or .gguf path (default: the catalogue default).",
+            help="Catalogue name or .gguf path (default: $ANVIL_MODEL, else the default "
+            "judge tuned for this host, else the catalogue default).",
         ),
         click.option(
             "--n-ctx",
@@ -155,8 +156,8 @@ def models() -> None:
 @models.command("list")
 def models_list() -> None:
     """Known models, and whether each is on this machine."""
-    from anvil_local.catalogue import entries
-    from anvil_local.tuning import load_profile
+    from anvil_local.models.catalogue import entries
+    from anvil_local.models.tuning import load_profile
 
     profile = load_profile()
     tuned = profile.use if profile is not None else None
@@ -187,8 +188,8 @@ def models_list() -> None:
 @click.option("--force", is_flag=True, help="Fetch again even if the file is present.")
 def models_pull(name: str, force: bool) -> None:
     """Fetch a catalogue model and verify its sha256."""
-    from anvil_local.catalogue import get_entry
-    from anvil_local.pull import pull
+    from anvil_local.models.catalogue import get_entry
+    from anvil_local.models.store import pull
 
     entry = get_entry(name)
     bar = _progress_bar(entry.size, f"{entry.name}", sys.stderr.isatty())
@@ -205,7 +206,7 @@ def models_pull(name: str, force: bool) -> None:
 @click.option("--name", default=None, help="Catalogue name (default: from the file name).")
 def models_add(path: Path, name: str | None) -> None:
     """Register a local GGUF file under a name (the file stays where it is)."""
-    from anvil_local.catalogue import add_local
+    from anvil_local.models.catalogue import add_local
 
     entry = add_local(path, name)
     click.echo(f"added {entry.name}: {entry.local_path} (sha256 {entry.sha256})")
@@ -224,7 +225,7 @@ def models_add(path: Path, name: str | None) -> None:
 def models_convert(name: str, fmt: str, force: bool) -> None:
     """Convert a catalogue model to another weight format (llama.cpp's quantizer); the file
     is stored beside the pulled ones and registered as NAME-FORMAT."""
-    from anvil_local.pull import convert
+    from anvil_local.models.store import convert
 
     entry = convert(name, fmt, force=force)
     click.echo(
@@ -249,26 +250,42 @@ def models_convert(name: str, fmt: str, force: bool) -> None:
     help="A thread count to measure (repeatable; default: all cores and half of them).",
 )
 @click.option(
-    "--rounds", type=click.IntRange(1), default=1, show_default=True, help="Interleaved rounds."
+    "--rounds",
+    type=click.IntRange(1),
+    default=3,
+    show_default=True,
+    help="Interleaved rounds; a choice whose rounds disagree is not recorded.",
 )
 def models_tune(formats: tuple[str, ...], thread_counts: tuple[int, ...], rounds: int) -> None:
     """Choose the file and thread count of the default judge for this host: convert it to
-    the formats llama.cpp reads fastest, measure each at a few thread counts, and record the
-    choice (runs without --model use it; the first such run tunes by itself)."""
-    from anvil_local.tuning import DEFAULT_FORMATS, profile_path, tune
+    the formats llama.cpp reads fastest, measure each at a few thread counts in interleaved
+    rounds, and record the choice (runs without --model use it; the first such run tunes by
+    itself). Nothing is recorded when other processes used the CPU meanwhile or the rounds
+    disagree (exit 1)."""
+    from anvil_local.models.tuning import DEFAULT_FORMATS, profile_path, tune
 
-    profile = tune(
+    found = tune(
         formats=formats or DEFAULT_FORMATS,
         threads=thread_counts or None,
         rounds=rounds,
         progress=lambda text: click.echo(text, err=True),
     )
+    profile = found.profile
     click.echo(_tuning_table(profile))
+    if not found.recorded:
+        click.echo(
+            f"not recorded: {found.reason}; runs use the shipped file on all cores "
+            "(run this again on a quiet machine)"
+        )
+        sys.exit(EXIT_FAILED)
     click.echo(f"default judge here: {profile.use}, {profile.threads} threads ({profile_path()})")
 
 
 def _tuning_table(profile: Any) -> str:
-    rows = [("MODEL", "FORMAT", "THREADS", "PROMPT TOK/S", "GENERATED TOK/S", "PROBE S", "")]
+    rows = [
+        ("MODEL", "FORMAT", "THREADS", "PROMPT TOK/S", "GENERATED TOK/S", "PROBE S", "SPREAD",
+         "OTHERS' CPU", ""),
+    ]  # fmt: skip
     for m in sorted(profile.measured, key=lambda m: m.seconds):
         chosen = "chosen" if (m.model, m.threads) == (profile.use, profile.threads) else ""
         rows.append(
@@ -279,6 +296,8 @@ def _tuning_table(profile: Any) -> str:
                 f"{m.prompt_tokens_per_s:.0f}",
                 f"{m.generated_tokens_per_s:.0f}",
                 f"{m.seconds:.2f}",
+                f"{m.spread:.0%}",
+                f"{m.others_cpu:.0%}",
                 chosen,
             )
         )
@@ -292,7 +311,7 @@ def _tuning_table(profile: Any) -> str:
 @click.argument("name")
 def models_path(name: str) -> None:
     """Print where a model's file is (or will be) on this machine."""
-    from anvil_local.catalogue import get_entry
+    from anvil_local.models.catalogue import get_entry
 
     click.echo(str(get_entry(name).store_path()))
 
@@ -301,8 +320,8 @@ def models_path(name: str) -> None:
 @click.argument("name")
 def models_verify(name: str) -> None:
     """Re-hash a pulled model and compare with the catalogue's sha256."""
-    from anvil_local.catalogue import get_entry
-    from anvil_local.pull import verify
+    from anvil_local.models.catalogue import get_entry
+    from anvil_local.models.store import verify
 
     entry = get_entry(name)
     path = verify(entry)
@@ -436,7 +455,7 @@ def validate(files: tuple[Path, ...]) -> None:
         try:
             metrics = load_metrics(path)
         except AnvilError as exc:
-            click.echo(f"Error: {exc}", err=True)
+            click.echo(f"Error: {exc.one_line()}", err=True)
             bad += 1
             continue
         if len(metrics) == 1:
@@ -501,8 +520,8 @@ def export(metric_file: Path, target: str, out_file: Path | None) -> None:
 @model_options
 def steps(metric_file: Path, model: str | None, **kwargs: Any) -> None:
     """Print a G-Eval metric's evaluation steps as TOML, to pin them in the file."""
-    from anvil_local.judge import open_session
     from anvil_local.metrics.geval import GEval
+    from anvil_local.models import open_session
     from anvil_local.spec import load_metric
 
     metric = load_metric(metric_file)
@@ -551,8 +570,8 @@ def explain(
     **kwargs: Any,
 ) -> None:
     """Show one case's walk (DAG) or score distribution (G-Eval), readably."""
-    from anvil_local.judge import open_session
     from anvil_local.metrics.render import render_result
+    from anvil_local.models import open_session
     from anvil_local.run.dataset import case_from_row, parse_field_map, read_cases
     from anvil_local.spec import load_metric
 

@@ -6,6 +6,7 @@ child process through `judge.native`, so the doctor itself cannot die of the cra
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 from dataclasses import dataclass
@@ -58,7 +59,7 @@ def _packages() -> list[Finding]:
 def _cpu() -> list[Finding]:
     from anvil_local.judge.native import cpu_flags, cpu_identity
     from anvil_local.judge.settings import JudgeSettings, default_threads
-    from anvil_local.tuning import tuned_threads
+    from anvil_local.models.tuning import tuned_threads
 
     names = [x.split(":", 1)[1].strip() for x in cpu_identity().splitlines() if "model name" in x]
     model = names[0] if names else platform.processor() or platform.machine()
@@ -82,20 +83,25 @@ def _cpu() -> list[Finding]:
 
 def _tuning() -> list[Finding]:
     """Which file and thread count runs without --model use here, and why."""
-    import os
-
-    from anvil_local.tuning import MODEL_ENV, load_profile, profile_path
+    from anvil_local.models.resolve import MODEL_ENV
+    from anvil_local.models.tuning import deferred, load_profile, profile_path
 
     pinned = os.environ.get(MODEL_ENV, "").strip()
     if pinned:
         return [Finding("default judge", f"{pinned} (pinned by ${MODEL_ENV})")]
     profile = load_profile()
     if profile is None:
+        waiting = deferred()
+        why = (
+            f"the last tuning recorded nothing: {waiting}"
+            if waiting
+            else "not tuned on this host yet"
+        )
         return [
             Finding(
                 "default judge",
-                "the catalogue default as shipped: not tuned on this host yet (the first run "
-                "without --model tunes, or `anvil models tune`)",
+                f"the catalogue default as shipped: {why} (the first run without --model "
+                "tunes, or `anvil models tune`)",
             )
         ]
     best = profile.best(profile.use)
@@ -165,7 +171,7 @@ def _library(system_info: str | None, crashed: bool) -> list[Finding]:
 
 
 def _dirs() -> list[Finding]:
-    from anvil_local.catalogue import CACHE_DIR_ENV, DATA_DIR_ENV, cache_dir, data_dir
+    from anvil_local.paths import CACHE_DIR_ENV, DATA_DIR_ENV, cache_dir, data_dir
 
     return [
         Finding("data dir", f"{data_dir()} (${DATA_DIR_ENV})"),
@@ -174,7 +180,7 @@ def _dirs() -> list[Finding]:
 
 
 def _models() -> list[Finding]:
-    from anvil_local.catalogue import entries, sha256_file
+    from anvil_local.models.catalogue import entries, sha256_file
 
     found = []
     for entry in entries():
@@ -201,10 +207,10 @@ def _probe(model: str | None, threads: int | None) -> tuple[list[Finding], str |
     crashed)."""
     from anvil_local.judge.native import NativeProbeFailed, probe
     from anvil_local.judge.settings import default_threads
-    from anvil_local.pull import resolve
+    from anvil_local.models.resolve import model_file
 
     try:
-        name, path, _, _ = resolve(model, tune=False)
+        name, path = model_file(model, tune=False)
     except AnvilError as exc:
         return [Finding("test decode", "no model", problem=str(exc))], None, False
     n = threads or default_threads()
@@ -219,14 +225,64 @@ def _probe(model: str | None, threads: int | None) -> tuple[list[Finding], str |
         f"{result.generated_tokens_per_s:.0f} generated tokens/s ({name}, {n} threads)"
     )
     found = [Finding("test decode", f"OK ({name})"), Finding("throughput", speed)]
+    if model is None:
+        found += _recheck_tuning(name, Path(path), n, result)
     return found + _formats(name, n), result.system_info, False
+
+
+def _recheck_tuning(name: str, path: Path, threads: int, result: object) -> list[Finding]:
+    """The stored tuning choice held against this probe: the chosen file at the chosen
+    thread count, and at `threads` (all cores) when that differs."""
+    from anvil_local.judge.native import NativeProbeFailed, probe
+    from anvil_local.models.resolve import MODEL_ENV
+    from anvil_local.models.tuning import Measurement, load_profile, recheck
+
+    profile = load_profile()
+    if os.environ.get(MODEL_ENV, "").strip() or profile is None or profile.use != name:
+        return []
+
+    def measured(found: object, count: int) -> Measurement:
+        return Measurement(
+            name,
+            "",
+            count,
+            float(found.prompt_tokens_per_s or 0.0),  # type: ignore[attr-defined]
+            float(found.generated_tokens_per_s or 0.0),  # type: ignore[attr-defined]
+        )
+
+    at_all = measured(result, threads)
+    now = at_all
+    if profile.threads != threads:
+        try:
+            now = measured(probe(path, profile.threads, throughput=True), profile.threads)
+        except (NativeCrash, NativeProbeFailed) as exc:
+            return [Finding("tuning check", "failed", problem=str(exc))]
+    if now.prompt_tokens_per_s <= 0 or at_all.prompt_tokens_per_s <= 0:
+        return [Finding("tuning check", "the probe measured no speed")]
+    problems = recheck(profile, now, at_all if profile.threads != threads else None)
+    if not problems:
+        return [
+            Finding(
+                "tuning check",
+                f"agrees with this probe ({now.prompt_tokens_per_s:.0f} prompt tokens/s with "
+                f"{profile.threads} threads)",
+            )
+        ]
+    return [
+        Finding(
+            "tuning check",
+            "disagrees with this probe: " + "; ".join(problems),
+            warning="the stored choice was probably measured on a busy machine, or the host "
+            "changed: run `anvil models tune` on a quiet machine",
+        )
+    ]
 
 
 def _formats(name: str, threads: int) -> list[Finding]:
     """The same probe on every other format of this model present here: the file it was
     converted from and every file `anvil models convert` made from that."""
-    from anvil_local.catalogue import entries
     from anvil_local.judge.native import NativeProbeFailed, probe
+    from anvil_local.models.catalogue import entries
 
     known = {e.name: e for e in entries()}
     root = known[name].source if name in known and known[name].source else name

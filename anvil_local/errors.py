@@ -1,12 +1,55 @@
-"""One exception hierarchy; the CLI turns any AnvilError into a single `Error: ...` line."""
+"""One exception tree. Each class carries its exit code and, where there is one, a hint: the
+CLI turns any AnvilError into a single `Error: ...` line (`one_line()`) and exits with
+`exit_code`.
+
+    AnvilError                      2  bad input or an unusable set-up
+    ├── DataError                      an input file cannot be read as asked
+    │   └── MetricFileError            a metric file (the message names it)
+    ├── MissingExtra                   an optional dependency group is not installed
+    ├── ModelError                     a model cannot be found, fetched, verified or loaded
+    │   ├── ModelLoadError             the file cannot be loaded at all
+    │   ├── ChecksumMismatch           fetched bytes do not have the catalogue's sha256
+    │   ├── NativeProbeFailed          the test decode's child failed without a crash
+    │   └── TuningError                the host's choice could not be measured or recorded
+    ├── NativeCrash                    llama.cpp cannot run on this host
+    ├── ContextOverflow                a prompt does not fit the context window
+    ├── GenerationError                constrained output did not finish in its budget
+    ├── MetricDefinitionError          a definition breaks a rule (also a ValueError)
+    ├── MetricTypeError                a definition holds the wrong type (also a TypeError)
+    ├── MissingParamError              a case lacks a field a metric needs (a ValueError)
+    └── WorkerCrash                 3  a worker process died mid-run
+"""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class AnvilError(Exception):
-    """Base of every error a user can act on. `exit_code` is what the CLI exits with."""
+    """Base of every error a user can act on."""
 
-    exit_code = 2
+    exit_code: ClassVar[int] = 2
+    #: What to do about it, added to the CLI's line when the message does not say it already.
+    hint: ClassVar[str] = ""
+
+    def one_line(self) -> str:
+        """The message as the CLI prints it: one line, with the hint when it adds something."""
+        text = " ".join(str(self).split()) or type(self).__name__
+        if self.hint and self.hint not in text:
+            text = f"{text} ({self.hint})"
+        return text
+
+
+class DataError(AnvilError):
+    """An input file (cases, metrics) cannot be read as asked."""
+
+
+class MetricFileError(DataError):
+    """A metric file that cannot be read or breaks a rule; the message names the file."""
+
+
+class MissingExtra(AnvilError):
+    """An optional dependency group is not installed; the message names the install command."""
 
 
 class ModelError(AnvilError):
@@ -16,9 +59,28 @@ class ModelError(AnvilError):
 class ModelLoadError(ModelError):
     """The model file cannot be loaded at all: fatal for a run, never one pair's error."""
 
+    hint = "`anvil doctor --model NAME|PATH` checks a model file"
+
 
 class ChecksumMismatch(ModelError):
     """Fetched bytes do not have the catalogue's sha256."""
+
+
+class NativeProbeFailed(ModelError):
+    """The test decode's child process failed without a crash (a load error, say): no
+    verdict on the native library."""
+
+
+class TuningError(ModelError):
+    """Tuning could not measure or record the host's choice."""
+
+    hint = "`anvil models tune` measures again; --model or ANVIL_MODEL pins a file"
+
+
+class NativeCrash(AnvilError):
+    """llama.cpp cannot run on this host (a test decode in a child process died)."""
+
+    hint = "`anvil doctor` shows more"
 
 
 class ContextOverflow(AnvilError):
@@ -58,20 +120,13 @@ class MissingParamError(AnvilError, ValueError):
         super().__init__(f"metric {metric!r} needs {field!r}, which {case} does not have")
 
 
-class DataError(AnvilError):
-    """An input file (cases, metrics) cannot be read as asked."""
-
-
-class NativeCrash(AnvilError):
-    """llama.cpp cannot run on this host (a test decode in a child process died)."""
-
-
 class WorkerCrash(AnvilError):
     """A worker process died from a signal mid-run; the results written so far stay valid.
 
     `outcome` holds the run's results up to the crash (set by `evaluate`)."""
 
     exit_code = 3
+    hint = "re-running the command resumes, and retries the pair it was judging"
     outcome = None
 
 

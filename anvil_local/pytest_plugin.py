@@ -29,7 +29,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture(scope="session")
 def anvil_judge(request: pytest.FixtureRequest) -> Any:
     """A judge session on the model, loaded once for the test session."""
-    from anvil_local.judge import open_session
+    from anvil_local.models import open_session
 
     model = request.config.getoption("--anvil-model") or os.environ.get("ANVIL_MODEL")
     return open_session(model)

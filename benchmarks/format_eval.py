@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 
+from anvil_local.catalogue import get_entry
 from common import ROOT, Timer
 
-from anvil_local.catalogue import get_entry
 from anvil_local.run.dataset import read_cases
 from anvil_local.run.evaluate import evaluate
 from anvil_local.spec import load_metric

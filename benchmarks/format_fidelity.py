@@ -16,9 +16,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from anvil_local.catalogue import entries, get_entry
 from common import ROOT
 
-from anvil_local.catalogue import entries, get_entry
 from anvil_local.run.dataset import read_cases
 from anvil_local.run.evaluate import evaluate
 from anvil_local.spec import load_metric

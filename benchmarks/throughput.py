@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from anvil_local.catalogue import entries, get_entry
-from anvil_local.judge.native import probe
 from anvil_local.pull import ensure_model
+
+from anvil_local.judge.native import probe
 
 
 def formats_of(name: str) -> list[tuple[str, Path]]:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from anvil_local.catalogue import DATA_DIR_ENV
+from anvil_local.models.resolve import resolve_model
+from anvil_local.paths import DATA_DIR_ENV
 
 pytest_plugins = ["pytester"]
 
@@ -28,8 +29,8 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="session")
 def default_model_path() -> Path:
     """The default judge's GGUF, pulled on first use into the real data dir."""
-    from anvil_local.catalogue import default_entry
-    from anvil_local.pull import ensure_model
+    from anvil_local.models.catalogue import default_entry
+    from anvil_local.models.store import ensure_model
 
     saved = os.environ.get(DATA_DIR_ENV)
     if _REAL_DATA_DIR is None:
@@ -56,10 +57,11 @@ def real_data_dir(monkeypatch: pytest.MonkeyPatch, default_model_path: Path) -> 
 @pytest.fixture(scope="session")
 def judge(default_model_path: Path):
     """One loaded default model for the whole session (as a worker process would)."""
-    from anvil_local.judge.model import ResolvedModel
-    from anvil_local.judge.session import load_judge
+    from anvil_local.judge.pool import JudgePool
 
-    return load_judge(ResolvedModel.resolve(default_model_path))
+    pool = JudgePool()  # its own: a test that clears the process's pool cannot close it
+    yield pool.get(resolve_model(default_model_path))
+    pool.clear()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -7,10 +7,10 @@ import time
 from typing import Any
 
 from anvil_local.judge.prompt import Prompt
-from anvil_local.judge.session import as_session
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_threshold
 from anvil_local.metrics.layout import case_blocks
 from anvil_local.metrics.result import RawTrace
+from anvil_local.models.sessions import as_session
 from anvil_local.registry import register_metric
 from anvil_local.testcase import LLMTestCase, SingleTurnParams
 

@@ -8,10 +8,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from anvil_local import catalogue, pull
-from anvil_local.catalogue import ModelEntry, Part
 from anvil_local.cli import main
 from anvil_local.errors import ChecksumMismatch, ModelError
+from anvil_local.models import catalogue
+from anvil_local.models import store as pull
+from anvil_local.models.catalogue import ModelEntry, Part
+from anvil_local.models.resolve import resolve_model
+from anvil_local.paths import data_dir
 
 GGUF = b"GGUF" + bytes(range(256)) * 64
 
@@ -45,7 +48,7 @@ def test_pull_concatenates_parts_and_verifies(tmp_path: Path):
     path = pull.pull(entry, progress=seen.append)
     assert path.read_bytes() == GGUF
     assert sum(seen) == len(GGUF)
-    assert path == catalogue.data_dir() / "models" / "tiny.gguf"
+    assert path == data_dir() / "models" / "tiny.gguf"
 
 
 def test_pull_rejects_a_wrong_sha256_and_leaves_no_file(tmp_path: Path):
@@ -54,7 +57,7 @@ def test_pull_rejects_a_wrong_sha256_and_leaves_no_file(tmp_path: Path):
     entry = entry_for([Part(path=str(source))], sha="0" * 64)
     with pytest.raises(ChecksumMismatch, match="expected"):
         pull.pull(entry)
-    folder = catalogue.data_dir() / "models"
+    folder = data_dir() / "models"
     assert list(folder.iterdir()) == []
 
 
@@ -113,4 +116,4 @@ def test_unknown_model_is_one_line_error():
 
 def test_a_path_that_does_not_exist_is_a_model_error():
     with pytest.raises(ModelError, match="no model file"):
-        pull.resolve("/nowhere/model.gguf")
+        resolve_model("/nowhere/model.gguf")

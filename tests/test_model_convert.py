@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from anvil_local.catalogue import DATA_DIR_ENV, default_entry, get_entry, sha256_file
 from anvil_local.cli import main
-from anvil_local.judge.model import ResolvedModel
 from anvil_local.judge.prompt import HEADER, Prompt
-from anvil_local.judge.session import load_judge
+from anvil_local.models import get_judge
+from anvil_local.models.catalogue import default_entry, get_entry, sha256_file
+from anvil_local.paths import DATA_DIR_ENV
 
 pytestmark = pytest.mark.model
 
@@ -44,8 +44,8 @@ def test_convert_registers_a_q8_0_file_that_judges_like_the_original(
         ),
         "Is the Actual Output supported by the Input? Reply with Yes or No only.",
     )
-    original = load_judge(ResolvedModel.resolve(default_model_path)).choose(prompt, ["Yes", "No"])
-    converted = load_judge(ResolvedModel.resolve(entry.name)).choose(prompt, ["Yes", "No"])
+    original = get_judge(default_model_path).choose(prompt, ["Yes", "No"])
+    converted = get_judge(entry.name).choose(prompt, ["Yes", "No"])
     assert converted.probabilities == pytest.approx(original.probabilities, abs=0.05)
 
 

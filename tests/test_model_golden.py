@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from anvil_local.models.resolve import resolve_model
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden" / "smollm2-135m-instruct.json"
 TOLERANCE = 0.01  # absolute, per probability
@@ -88,10 +90,10 @@ def test_the_default_model_gives_the_golden_numbers(judge):
 
 
 def _update() -> None:
-    from anvil_local.judge import Judge, ResolvedModel
-    from anvil_local.pull import ensure_model
+    from anvil_local.judge import Judge
+    from anvil_local.models.store import ensure_model
 
-    numbers = compute(Judge.load(ResolvedModel.resolve(ensure_model())))
+    numbers = compute(Judge.load(resolve_model(ensure_model())))
     GOLDEN.parent.mkdir(exist_ok=True)
     GOLDEN.write_text(json.dumps(numbers, indent=2, sort_keys=False) + "\n")
     print(f"wrote {GOLDEN}")

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from anvil_local.errors import ContextOverflow
-from anvil_local.judge import HEADER, Judge, Prompt, ResolvedModel
+from anvil_local.judge import HEADER, Judge, Prompt
+from anvil_local.models.resolve import resolve_model
 
 pytestmark = pytest.mark.model
 
@@ -47,7 +48,7 @@ def test_identical_results_on_two_runs_and_two_loads(judge: Judge, default_model
     first = judge.score(prompt, 0, 10)
     judge.choose(Prompt(BLOCKS[:2], "Something else entirely?"), ["Yes", "No"])  # move the cache
     second = judge.score(prompt, 0, 10)
-    fresh = Judge.load(ResolvedModel.resolve(default_model_path)).score(prompt, 0, 10)
+    fresh = Judge.load(resolve_model(default_model_path)).score(prompt, 0, 10)
     assert first.probabilities == second.probabilities == fresh.probabilities
 
 

@@ -112,10 +112,13 @@ def test_shards_run_by_the_cli_and_merged_equal_the_unsharded_run(
 
 def test_measure_and_evaluate_share_one_loaded_model(real_data_dir: Path, monkeypatch):
     """By catalogue default in measure(), by path in evaluate(): one model in memory."""
-    from anvil_local.judge import session as session_module
+    from anvil_local.judge import pool as pool_module
 
-    monkeypatch.setattr(session_module, "_LOADED", {})
+    fresh = pool_module.JudgePool()
+    monkeypatch.setattr(pool_module, "_PROCESS_POOL", fresh)
     case = cases()[0]
     gate().measure(case)
     evaluate([case], [gate("Again")], model=str(real_data_dir), use_cache=False)
-    assert len(session_module._LOADED) == 1
+    assert len(fresh) == 1
+    fresh.clear()
+    assert len(fresh) == 0

@@ -123,9 +123,10 @@ def test_a_crash_is_not_cached(default_model_path: Path, monkeypatch):
 def test_eval_reports_a_native_crash_as_one_line_and_exit_2(
     default_model_path: Path, tmp_path: Path, monkeypatch
 ):
-    import anvil_local.judge.session as session_module
+    from anvil_local.judge import pool as pool_module
 
-    monkeypatch.setattr(session_module, "_LOADED", {})  # no judge loaded earlier in this process
+    # no judge loaded earlier in this process
+    monkeypatch.setattr(pool_module, "_PROCESS_POOL", pool_module.JudgePool())
     _sigill_probe(monkeypatch)
     out = tmp_path / "r.jsonl"
     result = CliRunner().invoke(

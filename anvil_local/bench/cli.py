@@ -7,11 +7,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from anvil_local.errors import AnvilError, DataError
-
-
-class MissingExtra(AnvilError):
-    """An optional dependency group is not installed."""
+from anvil_local.errors import DataError, MissingExtra
 
 
 def _need_bench_extra() -> None:

@@ -2,9 +2,10 @@
 
 from anvil_local.judge.judge import Judge
 from anvil_local.judge.model import ResolvedModel
+from anvil_local.judge.pool import JudgePool, process_pool
 from anvil_local.judge.prompt import HEADER, Prompt
 from anvil_local.judge.results import ChoiceResult, GenerationResult, ScoreResult, Usage
-from anvil_local.judge.session import JudgeSession, as_session, get_judge, open_session
+from anvil_local.judge.session import JudgeSession
 from anvil_local.judge.settings import JudgeSettings
 
 __all__ = [
@@ -12,13 +13,12 @@ __all__ = [
     "ChoiceResult",
     "GenerationResult",
     "Judge",
+    "JudgePool",
     "JudgeSession",
     "JudgeSettings",
     "Prompt",
     "ResolvedModel",
     "ScoreResult",
     "Usage",
-    "as_session",
-    "get_judge",
-    "open_session",
+    "process_pool",
 ]

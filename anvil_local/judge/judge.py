@@ -76,10 +76,16 @@ class Judge:
 
     @classmethod
     def load(cls, model: ResolvedModel) -> Judge:
-        """Load the model's file with its settings (use `session.load_judge` to share it)."""
+        """Load the model's file with its settings (a `JudgePool` shares loaded judges)."""
         from anvil_local.judge.runtime import LlamaRuntime
 
         return cls(LlamaRuntime(Path(model.path), model.settings), model)
+
+    def close(self) -> None:
+        """Free the model's native memory (a runtime without `close` holds none)."""
+        close = getattr(self.runtime, "close", None)
+        if close is not None:
+            close()
 
     # -- prompt -> tokens ----------------------------------------------------------------
 

@@ -20,7 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from anvil_local.errors import NativeCrash
+from anvil_local.errors import NativeCrash, NativeProbeFailed
+from anvil_local.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -144,10 +145,6 @@ def check_key(model_path: Path, n_gpu_layers: int) -> str:
     return h.hexdigest()
 
 
-class NativeProbeFailed(Exception):
-    """The child failed without a crash (a load error, say): not a verdict on the library."""
-
-
 @dataclass(frozen=True)
 class ProbeResult:
     """What the child process saw: llama.cpp's system info and, if asked, its speed."""
@@ -245,8 +242,6 @@ def probe(
 
 
 def _verdict_path(key: str) -> Path:
-    from anvil_local.catalogue import cache_dir
-
     return cache_dir() / "native" / f"{key}.json"
 
 

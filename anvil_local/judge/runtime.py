@@ -57,7 +57,7 @@ class LlamaRuntime:
     """One loaded model with one KV sequence. Not thread-safe: one per process."""
 
     def __init__(self, path: Path, settings: JudgeSettings) -> None:
-        threads = settings.resolved_threads()
+        threads = settings.thread_count()
         # before llama.cpp is loaded here: a library this CPU cannot run crashes a child, not us
         ensure_native_ok(path, threads, settings.n_gpu_layers)
         import llama_cpp
@@ -252,3 +252,11 @@ class LlamaRuntime:
 
             self._grammars = GrammarFactory(self.llama)
         return self._grammars
+
+    def close(self) -> None:
+        """Free llama.cpp's model and context now rather than at garbage collection; the
+        runtime cannot be used after (an AttributeError, not a read of freed memory)."""
+        llama, self.llama = self.llama, None
+        self._grammars = None
+        if llama is not None:
+            llama.close()

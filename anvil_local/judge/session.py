@@ -1,19 +1,19 @@
 """JudgeSession: what a metric is handed to judge one case.
 
-A session holds a loaded judge, the model's identity and where generated G-Eval steps are
-kept. Metrics receive it explicitly: they never load or download a model and never open a
-cache themselves. Loaded models are shared per process by file and settings, so
-`measure()`, `evaluate()` and the pytest fixture never load the same GGUF twice.
+A session holds a judge (or the resolved model to load one from, through a `JudgePool`, on
+first use), the model's identity and where generated G-Eval steps are kept. Metrics receive
+it explicitly: they never load or download a model and never open a cache themselves.
+Opening a session on a model name is `anvil_local.models.open_session`.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
 from anvil_local.judge.model import ResolvedModel
+from anvil_local.judge.pool import JudgePool, process_pool
 from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.results import (
     ChoiceResult,
@@ -22,7 +22,6 @@ from anvil_local.judge.results import (
     ScoreResult,
     Usage,
 )
-from anvil_local.judge.settings import JudgeSettings
 
 
 class StepsStore(Protocol):
@@ -42,10 +41,12 @@ class JudgeSession:
         judge: Any = None,
         steps: StepsStore | None = None,
         model: ResolvedModel | None = None,
+        pool: JudgePool | None = None,
     ) -> None:
         if judge is None and model is None:
             raise ValueError("a session needs a judge or a model to load")
         self._judge = judge
+        self._pool = pool
         self.model: ResolvedModel = model if model is not None else judge.model
         self.steps_store = steps
         self._steps: dict[str, list[str]] = {}
@@ -58,7 +59,7 @@ class JudgeSession:
         """The loaded judge; a session opened on a model loads it on first use, so metrics
         that never ask the judge (code metrics) never load a model."""
         if self._judge is None:
-            self._judge = load_judge(self.model)
+            self._judge = (self._pool or process_pool()).get(self.model)
         return self._judge
 
     def choose(self, prompt: Prompt, options: Sequence[str]) -> ChoiceResult:
@@ -146,62 +147,3 @@ class JudgeSession:
                 store.put_prior(key, prior)
         self._priors[key] = prior
         return prior, made
-
-
-_LOADED: dict[tuple[str, str, JudgeSettings], Any] = {}
-
-
-def load_judge(model: ResolvedModel) -> Any:
-    """The process's judge for this model file and settings, loaded on first use."""
-    key = (os.path.realpath(model.path), model.sha256, model.settings)
-    judge = _LOADED.get(key)
-    if judge is None:
-        from anvil_local.judge.judge import Judge
-
-        judge = Judge.load(model)
-        _LOADED[key] = judge
-    return judge
-
-
-def default_steps_store() -> StepsStore:
-    from anvil_local.cache import default_cache
-
-    return default_cache()
-
-
-def open_session(
-    model: str | os.PathLike | ResolvedModel | None = None,
-    settings: JudgeSettings | None = None,
-    steps: StepsStore | None = None,
-) -> JudgeSession:
-    """A session on `model` (a catalogue name, a path, a ResolvedModel or None for the
-    default), loaded on first use; steps kept in the on-disk cache unless another store is
-    given."""
-    if not isinstance(model, ResolvedModel):
-        model = ResolvedModel.resolve(model, settings)
-    elif settings is not None:
-        model = model.with_settings(settings)
-    return JudgeSession(steps=steps or default_steps_store(), model=model)
-
-
-def as_session(judge: Any = None, model: Any = None) -> JudgeSession:
-    """A session from what a caller handed a metric: a session, a judge (or a stand-in
-    with the same primitives), or nothing (then `model`, the metric's own, is opened)."""
-    if isinstance(judge, JudgeSession):
-        return judge
-    if judge is None or not hasattr(judge, "choose"):
-        return open_session(judge if judge is not None else model)
-    return JudgeSession(judge, default_steps_store())
-
-
-def get_judge(
-    model: str | os.PathLike | ResolvedModel | None = None, settings: JudgeSettings | None = None
-) -> Any:
-    """The loaded Judge for `model` (shared per process by file and settings)."""
-    if hasattr(model, "choose"):  # a judge already
-        return model
-    if not isinstance(model, ResolvedModel):
-        model = ResolvedModel.resolve(model, settings)
-    elif settings is not None:
-        model = model.with_settings(settings)
-    return load_judge(model)

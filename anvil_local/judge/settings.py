@@ -6,14 +6,6 @@ import os
 from dataclasses import asdict, dataclass
 
 
-def host_threads() -> int:
-    """The thread count a run uses when none is given: what `anvil models tune` measured
-    fastest on this host, else all cores."""
-    from anvil_local.tuning import tuned_threads
-
-    return tuned_threads() or default_threads()
-
-
 def default_threads() -> int:
     """All cores this process may use (sched affinity where the OS has it)."""
     try:
@@ -27,18 +19,23 @@ class JudgeSettings:
     """Load-time settings. Decoding is always greedy and the seed fixed, so results are
     reproducible; logits were bit-identical for 1 and 2 threads on the CPU build.
 
+    `threads` None means "not chosen": resolving the model (`anvil_local.models.
+    resolve_model`) fills in the host's tuned count split over the run's workers, once; a
+    judge loaded from settings nobody resolved uses all cores.
+
     n_gpu_layers offloads layers to a GPU; it needs llama-cpp-python built with CUDA:
     `CMAKE_ARGS="-DGGML_CUDA=on" pip install --force-reinstall --no-cache-dir llama-cpp-python`.
     """
 
     n_ctx: int = 4096
-    threads: int | None = None  # None: the host's tuned count, else all cores
+    threads: int | None = None
     n_batch: int = 512
     n_gpu_layers: int = 0
     seed: int = 0
 
-    def resolved_threads(self) -> int:
-        return self.threads if self.threads else host_threads()
+    def thread_count(self) -> int:
+        """The threads llama.cpp runs with: the chosen count, else all cores (no lookup)."""
+        return self.threads if self.threads else default_threads()
 
     def to_dict(self) -> dict:
         return asdict(self)

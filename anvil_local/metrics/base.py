@@ -15,9 +15,10 @@ from typing import Any, ClassVar
 
 from anvil_local.errors import MetricDefinitionError
 from anvil_local.judge.results import Usage
-from anvil_local.judge.session import JudgeSession, as_session
+from anvil_local.judge.session import JudgeSession
 from anvil_local.metrics.render import render_result
 from anvil_local.metrics.result import MetricResult, Trace
+from anvil_local.models.sessions import as_session
 from anvil_local.testcase import LLMTestCase
 
 #: Reasons are short: a sentence or two, bounded so they cannot dominate the run time.

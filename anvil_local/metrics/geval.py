@@ -21,7 +21,7 @@ from anvil_local.errors import GenerationError, MetricDefinitionError, MetricTyp
 from anvil_local.judge.options import argmax_first
 from anvil_local.judge.prompt import HEADER, Prompt
 from anvil_local.judge.results import ChoiceResult, ScoreResult
-from anvil_local.judge.session import JudgeSession, as_session
+from anvil_local.judge.session import JudgeSession
 from anvil_local.metrics.base import (
     BaseMetric,
     MetricResult,
@@ -41,6 +41,7 @@ from anvil_local.metrics.examples import (
 from anvil_local.metrics.layout import case_blocks, fields_phrase
 from anvil_local.metrics.render import probability_lines
 from anvil_local.metrics.result import Trace
+from anvil_local.models.sessions import as_session
 from anvil_local.registry import register_metric
 from anvil_local.testcase import (
     SHARED_PARAMS,

@@ -29,7 +29,6 @@ from typing import Any
 
 from anvil_local.errors import MetricDefinitionError
 from anvil_local.judge.prompt import Prompt
-from anvil_local.judge.session import as_session
 from anvil_local.metrics.base import (
     BaseMetric,
     MetricResult,
@@ -40,6 +39,7 @@ from anvil_local.metrics.base import (
 from anvil_local.metrics.content_words import content_token_mask
 from anvil_local.metrics.layout import case_blocks
 from anvil_local.metrics.result import Trace
+from anvil_local.models.sessions import as_session
 from anvil_local.registry import register_metric
 from anvil_local.testcase import LLMTestCase, SingleTurnParams, as_param
 

@@ -20,6 +20,7 @@ from anvil_local.judge.settings import JudgeSettings
 from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.calibration import calibrate
 from anvil_local.metrics.result import MetricResult
+from anvil_local.models.resolve import resolve_model
 from anvil_local.run.dataset import CaseRow, rows_from_cases
 from anvil_local.run.executors import Executor, make_executor
 from anvil_local.run.plan import Plan, Shard, check_inputs, make_plan, shard_rows
@@ -69,11 +70,11 @@ def evaluate(
     if jobs < 1:
         raise DataError(f"jobs must be at least 1, got {jobs}")
     session = model if hasattr(model, "choose") else None  # a judge or session, loaded
-    resolved = _model_of(session, model, metrics, settings)
     if executor is None or isinstance(executor, str):
         run_executor = make_executor(executor, jobs, session=session)
     else:
         run_executor = executor
+    resolved = _model_of(session, model, metrics, settings, run_executor.workers)
 
     results_file = ResultsFileSink(out) if out is not None else None
     outcome = EvaluationResult()
@@ -160,13 +161,16 @@ def _as_rows(test_cases: Sequence[Any]) -> list[CaseRow]:
 
 
 def _model_of(
-    session: Any, model: Any, metrics: list[BaseMetric], settings: JudgeSettings | None
+    session: Any,
+    model: Any,
+    metrics: list[BaseMetric],
+    settings: JudgeSettings | None,
+    workers: int,
 ) -> ResolvedModel:
-    """The run's model: the loaded judge's, the one given, or the one the metrics name."""
+    """The run's model: the loaded judge's, else the one given or the one the metrics name,
+    resolved for the executor's workers."""
     if session is not None:
         return session.model
-    if isinstance(model, ResolvedModel):
-        return model if settings is None else model.with_settings(settings)
     if model is None:
         named = {str(m.model) for m in metrics if m.model is not None}
         if len(named) > 1:
@@ -175,4 +179,4 @@ def _model_of(
                 "evaluate them separately or pass model="
             )
         model = next(iter(named), None)
-    return ResolvedModel.resolve(model, settings)
+    return resolve_model(model, settings, workers)

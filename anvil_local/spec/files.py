@@ -8,13 +8,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from anvil_local.errors import AnvilError, not_utf8
+from anvil_local.errors import AnvilError, MetricFileError, not_utf8
 from anvil_local.registry import metric_definition, metric_from_dict
 from anvil_local.spec import deepeval
-
-
-class MetricFileError(AnvilError):
-    """A metric file that cannot be read or breaks a rule; the message names the file."""
 
 
 def read_metric_dict(path: Path) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from anvil_local.errors import MetricDefinitionError, MetricTypeError
 from anvil_local.judge.prompt import Prompt
-from anvil_local.judge.session import JudgeSession, as_session
+from anvil_local.judge.session import JudgeSession
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_name, check_threshold
 from anvil_local.metrics.calibration import CONTENT_FREE, content_free_case, contextual_choose
 from anvil_local.metrics.dag.codec import dag_metric_kwargs, dag_metric_to_dict
@@ -23,6 +23,7 @@ from anvil_local.metrics.dag.trace import DagTrace, TaskStep, WalkSummary
 from anvil_local.metrics.dag.walk import Answer, TaskOutput, Visible, WalkResult, walk
 from anvil_local.metrics.examples import examples_block
 from anvil_local.metrics.layout import case_blocks
+from anvil_local.models.sessions import as_session
 from anvil_local.registry import register_metric
 from anvil_local.testcase import LLMTestCase, SingleTurnParams
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from anvil_local.judge.session import JudgeSession, as_session, open_session
+from anvil_local.judge.session import JudgeSession
+from anvil_local.models.sessions import as_session, open_session
 from anvil_local.run.executors.base import Deliver, judge_group
 from anvil_local.run.plan import Plan
 

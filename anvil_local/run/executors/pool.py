@@ -10,13 +10,11 @@ from __future__ import annotations
 import multiprocessing as mp
 import queue
 import signal
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from anvil_local.errors import AnvilError, ModelLoadError, NativeCrash, WorkerCrash
 from anvil_local.judge.model import ResolvedModel
-from anvil_local.judge.settings import host_threads
 from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.result import MetricResult
 from anvil_local.registry import metric_from_wire, metric_to_wire
@@ -24,14 +22,6 @@ from anvil_local.run.dataset import CaseRow
 from anvil_local.run.executors.base import Deliver, judge_group
 from anvil_local.run.plan import Plan, WorkGroup, WorkItem
 from anvil_local.testcase import LLMTestCase
-
-
-def per_worker(model: ResolvedModel, workers: int) -> ResolvedModel:
-    """The model with the cores split over the workers (unless threads were set)."""
-    if model.settings.threads is not None:
-        return model
-    threads = max(1, host_threads() // workers)
-    return model.with_settings(replace(model.settings, threads=threads))
 
 
 def group_to_wire(group: WorkGroup) -> list[tuple[int, int, dict[str, Any], tuple[int, ...]]]:
@@ -54,7 +44,7 @@ def _worker(
     results: Any,
 ) -> None:
     """A worker process: load the model once, then judge whole prefix groups."""
-    from anvil_local.judge.session import open_session
+    from anvil_local.models.sessions import open_session
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     try:
@@ -163,11 +153,11 @@ class PoolExecutor:
             return
         from anvil_local.judge.native import ensure_native_ok
 
-        model = per_worker(plan.model, self.jobs)
+        model = plan.model  # resolved for this many workers (`resolve_model`)
         wires = [metric_to_wire(m) for m in plan.metrics]
         settings = model.settings
         # once here, so that workers find the verdict cached instead of each running the check
-        ensure_native_ok(Path(model.path), settings.resolved_threads(), settings.n_gpu_layers)
+        ensure_native_ok(Path(model.path), settings.thread_count(), settings.n_gpu_layers)
         ctx = mp.get_context("spawn")
         tasks, results = ctx.Queue(), ctx.Queue()
         by_position = {item.row.position: item.row for group in plan.groups for item in group}

@@ -17,12 +17,12 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from anvil_local.errors import AnvilError, DataError, WorkerCrash
+from anvil_local.errors import AnvilError, MissingExtra, WorkerCrash
 from anvil_local.judge.model import ResolvedModel
 from anvil_local.metrics.result import MetricResult
 from anvil_local.registry import metric_from_wire, metric_to_wire
 from anvil_local.run.executors.base import Deliver, judge_group
-from anvil_local.run.executors.pool import group_from_wire, group_to_wire, per_worker
+from anvil_local.run.executors.pool import group_from_wire, group_to_wire
 from anvil_local.run.plan import Plan
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ class JudgeActor:
     def __init__(
         self, model: ResolvedModel, metric_wires: list[dict[str, Any]], include_reason: Any
     ) -> None:
-        from anvil_local.judge.session import open_session
+        from anvil_local.models.sessions import open_session
 
         self.session = open_session(model)
         self.metrics = [metric_from_wire(w) for w in metric_wires]
@@ -55,7 +55,7 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise DataError("the Ray executor needs Ray: pip install 'anvil-local[ray]'") from exc
+        raise MissingExtra("the Ray executor needs Ray: pip install 'anvil-local[ray]'") from exc
     return ray
 
 
@@ -87,11 +87,8 @@ class RayExecutor:
             if self.address is None:
                 from anvil_local.judge.native import ensure_native_ok
 
-                model = per_worker(model, count)
                 settings = model.settings
-                ensure_native_ok(
-                    Path(model.path), settings.resolved_threads(), settings.n_gpu_layers
-                )
+                ensure_native_ok(Path(model.path), settings.thread_count(), settings.n_gpu_layers)
                 ray.init(
                     num_cpus=self.cpus or max(count, os.cpu_count() or 1),
                     include_dashboard=False,

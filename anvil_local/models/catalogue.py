@@ -8,31 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import platformdirs
-
 from anvil_local.errors import ModelError
+from anvil_local.paths import data_dir
 
-DATA_DIR_ENV = "ANVIL_DATA_DIR"
-CACHE_DIR_ENV = "ANVIL_CACHE_DIR"
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-
-
-def data_dir() -> Path:
-    """Where pulled models and user catalogue entries live (ANVIL_DATA_DIR overrides)."""
-    override = os.environ.get(DATA_DIR_ENV)
-    return Path(override) if override else Path(platformdirs.user_data_dir("anvil-local"))
-
-
-def cache_dir() -> Path:
-    """Where the result and step caches live (ANVIL_CACHE_DIR overrides)."""
-    override = os.environ.get(CACHE_DIR_ENV)
-    return Path(override) if override else Path(platformdirs.user_cache_dir("anvil-local"))
 
 
 @dataclass(frozen=True)
@@ -82,10 +66,12 @@ class ModelEntry:
 
 
 def _shipped_dir() -> Path:
-    packaged = Path(__file__).parent / "_catalogue"
+    """The shipped entries: packaged into the wheel, else the checkout's `models/`."""
+    package = Path(__file__).resolve().parent.parent
+    packaged = package / "_catalogue"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parent.parent / "models"
+    return package.parent / "models"
 
 
 def user_catalogue_dir() -> Path:

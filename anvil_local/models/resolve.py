@@ -1,0 +1,86 @@
+"""Choosing the model a run judges with, in one place.
+
+`resolve_model(spec, settings, workers)` turns what a user gave (a catalogue name, a .gguf
+path, a ResolvedModel, or nothing) into the one `ResolvedModel` a run carries: nothing means
+ANVIL_MODEL when set, else this host's tuned default judge (tuned on first use); a catalogue
+name is pulled on first use; the thread count is the one given, else the host's tuned count
+(else all cores) split over the run's workers. Nothing below this resolves again.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from anvil_local.errors import ModelError
+from anvil_local.judge.convert import keeps_precision
+from anvil_local.judge.model import ResolvedModel
+from anvil_local.judge.settings import JudgeSettings, default_threads
+from anvil_local.models.catalogue import ModelEntry, get_entry, sha256_file
+from anvil_local.models.store import ensure_model
+from anvil_local.models.tuning import default_judge, tuned_threads
+
+#: Pins the model runs use when no --model is given (a catalogue name or a .gguf path).
+MODEL_ENV = "ANVIL_MODEL"
+
+ModelSpec = str | os.PathLike | ResolvedModel | None
+
+
+def resolve_model(
+    spec: ModelSpec = None,
+    settings: JudgeSettings | None = None,
+    workers: int = 1,
+    tune: bool = True,
+) -> ResolvedModel:
+    """The run's model (see the module docstring). `tune` False never measures the host
+    (an untuned host then gets the shipped file)."""
+    if isinstance(spec, ResolvedModel):
+        model = spec if settings is None else spec.with_settings(settings)
+    else:
+        model = _identify(spec, tune).with_settings(settings or JudgeSettings())
+    if model.settings.threads is None:
+        threads = max(1, (tuned_threads() or default_threads()) // max(1, workers))
+        model = model.with_settings(replace(model.settings, threads=threads))
+    return model
+
+
+def model_file(spec: str | os.PathLike | None, tune: bool = True) -> tuple[str, Path]:
+    """(display name, file path) of a model spec, pulling a catalogue model if needed, without
+    hashing a file given by path (what `anvil doctor` probes)."""
+    name, path, _, _ = _locate(spec, tune)
+    return name, path
+
+
+def _identify(spec: str | os.PathLike | None, tune: bool) -> ResolvedModel:
+    name, path, sha, entry = _locate(spec, tune)
+    source, source_sha, faithful = "", "", False
+    if entry is not None and entry.source:
+        source, source_sha = entry.source, entry.source_sha256
+        try:
+            faithful = keeps_precision(get_entry(entry.source).format, entry.format)
+        except ModelError:
+            faithful = False
+    return ResolvedModel(
+        name, str(path), sha or sha256_file(path), JudgeSettings(), source, source_sha, faithful
+    )
+
+
+def _locate(
+    spec: str | os.PathLike | None, tune: bool
+) -> tuple[str, Path, str | None, ModelEntry | None]:
+    """(display name, file path, known sha256 or None, catalogue entry or None)."""
+    if spec is None:
+        pinned = os.environ.get(MODEL_ENV, "").strip()
+        if pinned:
+            return _locate(pinned, tune)
+        entry = default_judge(tune_now=tune)
+        return entry.name, ensure_model(entry), entry.sha256, entry
+    text = os.fspath(spec)
+    candidate = Path(text).expanduser()
+    if candidate.suffix == ".gguf" or os.sep in text or candidate.is_file():
+        if not candidate.is_file():
+            raise ModelError(f"no model file at {candidate}")
+        return candidate.name, candidate.resolve(), None, None
+    entry = get_entry(text)
+    return entry.name, ensure_model(entry), entry.sha256, entry
