@@ -3,8 +3,10 @@
 Keys are sha256 digests of everything that decides the value (model sha256, canonical metric
 definition, case content), so changing any of them misses. WAL mode and a busy timeout make
 it safe for several processes at once. A cache file that SQLite cannot read (corrupt,
-truncated, not a database) is set aside with a warning and a new one is started: a cache is
-never worth failing a run for.
+truncated, not a database) is set aside with a warning and a new one is started: a damaged
+cache is never worth failing a run for. A cache that cannot be written (a full disk, a folder
+without write access, a lock held past the busy timeout) stops the run with one line naming
+it: going on would judge every pair again and store nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from anvil_local.errors import DataError, io_error
 from anvil_local.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -49,8 +52,10 @@ class Cache:
         if self._conn is None:
             try:
                 self._conn = self._open()
-            except sqlite3.OperationalError:
-                raise  # locked, cannot open: not a damaged file
+            except sqlite3.OperationalError as exc:  # locked, cannot open: not damaged
+                raise self._unusable(exc) from exc
+            except OSError as exc:
+                raise io_error(self.path.parent, exc, "cannot create the result cache") from exc
             except sqlite3.DatabaseError as exc:
                 self._set_aside(exc)
                 self._conn = self._open()
@@ -102,11 +107,14 @@ class Cache:
         with self._lock:
             try:
                 return self._db().execute(sql, args).fetchall()
-            except sqlite3.OperationalError:
-                raise
+            except sqlite3.OperationalError as exc:
+                raise self._unusable(exc) from exc
             except sqlite3.DatabaseError as exc:
                 self._set_aside(exc)
                 return self._db().execute(sql, args).fetchall()
+
+    def _unusable(self, exc: sqlite3.OperationalError) -> DataError:
+        return DataError(f"result cache {self.path}: {exc} (--no-cache runs without it)")
 
     def _get(self, table: str, column: str, key: str) -> Any | None:
         rows = self._run(f"SELECT {column} FROM {table} WHERE key = ?", (key,))

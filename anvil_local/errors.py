@@ -130,6 +130,13 @@ class WorkerCrash(AnvilError):
     outcome = None
 
 
+def io_error(path: object, exc: OSError, doing: str = "cannot write") -> DataError:
+    """An OS error on a file the run reads or writes, as one line naming the file and the
+    OS's reason ("No space left on device"): a full disk stops a run as bad input."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return DataError(f"{path}: {doing}: {reason}")
+
+
 def not_utf8(path: object, exc: UnicodeDecodeError) -> str:
     """The one-line description of a file that is not UTF-8 text."""
     return f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"

@@ -5,7 +5,7 @@
         assert_test(case, [load_metric("metrics/coherence.toml")], model=anvil_judge)
 
 `anvil_judge` loads the judge once per session: `--anvil-model NAME|PATH` (or the
-ANVIL_MODEL environment variable), else the catalogue default.
+ANVIL_MODEL environment variable), else this host's tuned default judge.
 """
 
 from __future__ import annotations

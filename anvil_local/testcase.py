@@ -117,6 +117,16 @@ class LLMTestCase:
             value = getattr(self, param.value)
             if value is not None and not isinstance(value, str):
                 raise DataError(f"{param.value} must be a string, got {type(value).__name__}")
+        for param in SingleTurnParams:
+            value = getattr(self, param.value)
+            for text in value if isinstance(value, list) else [value]:
+                if isinstance(text, str) and not text.isascii():
+                    try:
+                        text.encode("utf-8")
+                    except UnicodeEncodeError:
+                        raise DataError(
+                            f"{param.value} holds a lone surrogate, not Unicode text"
+                        ) from None
 
     @property
     def label(self) -> str | None:

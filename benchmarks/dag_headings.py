@@ -2,27 +2,26 @@
 evaluated per case against the prompt tokens, seconds per case.
 
     python benchmarks/dag_headings.py
+
+Figures: benchmarks/results/dag_headings.json.
 """
 
 from __future__ import annotations
 
-import json
+from harness import HEADINGS_LLM, Timer, fresh_cache, meeting_cases, parser, write_figures
 
-from common import ROOT, Timer, fresh_cache, parser
+from anvil_local import load_metric
+from anvil_local.models import get_judge
 
-from anvil_local import LLMTestCase
-from anvil_local.judge import get_judge
-from anvil_local.spec import load_metric
+COLUMNS = ["reason", "case", "calls", "evaluated", "prompt", "seconds", "path"]
 
 
 def main() -> None:
-    args = parser(__doc__).parse_args()
-    cases = [
-        LLMTestCase(**json.loads(x))
-        for x in (ROOT / "examples" / "meeting_summaries.jsonl").read_text().splitlines()
-    ]
-    metric = load_metric(ROOT / "examples" / "headings_llm.toml")
+    args = parser(__doc__, data=False).parse_args()
+    cases = meeting_cases()
+    metric = load_metric(HEADINGS_LLM)
     judge = get_judge(args.model)
+    rows, notes = [], []
     print(f"{'case':<20}{'calls':>6}{'evaluated':>10}{'prompt':>8}{'seconds':>9}  path")
     for reason in (False, True):
         total_s = 0.0
@@ -40,8 +39,31 @@ def main() -> None:
                     f"{case.id:<20}{u.calls:>6}{u.evaluated_tokens:>10}{u.prompt_tokens:>8}"
                     f"{t.seconds:>9.3f}  {path} -> {result.score:.2f}"
                 )
+                rows.append(
+                    [
+                        "with" if reason else "without",
+                        case.id,
+                        u.calls,
+                        u.evaluated_tokens,
+                        u.prompt_tokens,
+                        t.seconds,
+                        f"{path} -> {result.score:.2f}",
+                    ]
+                )
         label = "with reason" if reason else "without reason"
         print(f"  {label}: {total_s / len(cases):.3f} s per case")
+        notes.append(f"{label}: {total_s / len(cases):.3f} s per case")
+    write_figures(
+        args,
+        "dag_headings",
+        "The model headings DAG on the meeting summaries, each case cold: calls, tokens, seconds",
+        COLUMNS,
+        rows,
+        formats={"seconds": ".3f"},
+        units={"evaluated": "tokens", "prompt": "tokens", "seconds": "s"},
+        notes=notes,
+        models=[judge],
+    )
 
 
 if __name__ == "__main__":

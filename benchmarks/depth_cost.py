@@ -8,14 +8,16 @@ panel member reads its 15-token cue at depth ~1,150 (the definitions, the articl
 summary before it), a summary is ~95 tokens at that depth, and a DAG node's question is
 ~45 tokens at depth ~100. Each shape is timed on the same loaded model, in turns, so the
 ratios between rows hold on a noisy machine even when the absolute figures move.
+
+Figures: benchmarks/results/depth_cost.<model>.json (one file per model).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from common import Timer, parser
+from harness import Timer, add_rounds, parser, write_figures
 
-from anvil_local.judge import get_judge
+from anvil_local.models import get_judge
 
 # (what it stands for, depth, tokens read at that depth)
 SHAPES = [
@@ -25,11 +27,12 @@ SHAPES = [
     ("a summary in a panel prompt", 1100, 95),
     ("a panel member's cue", 1150, 15),
 ]
+COLUMNS = ["read", "depth", "tokens", "ms/token", "against the probe"]
 
 
 def main() -> None:
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=12, help="timed reads of each shape")
+    p = parser(__doc__.splitlines()[0], data=False)
+    add_rounds(p, 12, "timed reads of each shape")
     args = p.parse_args()
     judge = get_judge(args.model)
     runtime = judge.runtime
@@ -49,14 +52,29 @@ def main() -> None:
             assert evaluated == size, (reused, evaluated)
             if turn:
                 totals[shape] += t.seconds
-    print(f"model {judge.model.name}, {runtime.llama.n_threads} threads")
+    threads = runtime.llama.n_threads
+    print(f"model {judge.model.name}, {threads} threads")
     print("| read | depth | tokens | ms/token | against the probe |")
     print("|---|---|---|---|---|")
     probe = totals[SHAPES[0]] / (args.rounds * SHAPES[0][2])
+    rows = []
     for shape in SHAPES:
         name, depth, size = shape
         per_token = totals[shape] / (args.rounds * size)
         print(f"| {name} | {depth} | {size} | {per_token * 1000:.2f} | {per_token / probe:.2f}x |")
+        rows.append([name, depth, size, per_token * 1000, per_token / probe])
+    write_figures(
+        args,
+        "depth_cost",
+        f"What a prompt token costs by depth and batch size, {judge.model.name}",
+        COLUMNS,
+        rows,
+        variant=judge.model.name,
+        formats={"ms/token": ".2f", "against the probe": "{:.2f}x"},
+        units={"depth": "tokens", "tokens": "tokens", "ms/token": "ms"},
+        models=[judge],
+        settings={"rounds": args.rounds, "threads": threads},
+    )
 
 
 if __name__ == "__main__":

@@ -2,32 +2,55 @@
 metrics: seconds per case with 1 and 2 worker processes, tokens evaluated against the prompts'
 total tokens, and a second, fully cached run.
 
-    python benchmarks/eval_summeval.py [--data ../shared/data/summeval.jsonl] [--articles 3]
+    python benchmarks/eval_summeval.py [--data benchmarks/data/summeval.jsonl] [--articles 3]
+
+Figures: benchmarks/results/eval_summeval.json.
 """
 
 from __future__ import annotations
 
-from common import ROOT, Timer, fresh_cache, parser, summeval_cases
+from harness import (
+    Timer,
+    add_articles,
+    fresh_cache,
+    geval_files,
+    line_models,
+    parser,
+    summeval_cases,
+    write_figures,
+)
 
 from anvil_local import evaluate
-from anvil_local.spec import load_metric
 
-NAMES = ("coherence", "consistency", "fluency", "relevance")
+COLUMNS = [
+    "jobs",
+    "s/case",
+    "seconds",
+    "errors",
+    "tokens evaluated",
+    "prompt tokens",
+    "evaluated share",
+    "calls",
+    "second run from cache",
+    "second run seconds",
+]
 
 
 def main() -> None:
     p = parser(__doc__)
-    p.add_argument("--articles", type=int, default=3)
+    add_articles(p, 3)
     p.add_argument("--reason", action="store_true", help="also generate reasons")
     args = p.parse_args()
     cases = summeval_cases(args.data, articles=args.articles)
-    metrics = [load_metric(ROOT / "examples" / "geval" / f"{n}.toml") for n in NAMES]
+    metrics = geval_files()
     reason = None if args.reason else False
     n = len(cases)
-    print(
+    title = (
         f"{n} SummEval cases x {len(metrics)} G-Eval metrics, "
         f"reasons {'on' if args.reason else 'off'}"
     )
+    print(title)
+    rows = []
     for jobs in (1, 2):
         with fresh_cache():
             with Timer() as first:
@@ -52,6 +75,42 @@ def main() -> None:
             f"  second run: {cached.cached} of {len(cached.lines)} from cache "
             f"in {second.seconds:.2f} s"
         )
+        rows.append(
+            [
+                jobs,
+                first.seconds / n,
+                first.seconds,
+                errors,
+                u.evaluated_tokens,
+                u.prompt_tokens,
+                u.evaluated_tokens / u.prompt_tokens,
+                u.calls,
+                f"{cached.cached} of {len(cached.lines)}",
+                second.seconds,
+            ]
+        )
+    write_figures(
+        args,
+        "eval_summeval",
+        f"evaluate() on {title}: 1 and 2 worker processes, then the same run from the cache",
+        COLUMNS,
+        rows,
+        formats={
+            "s/case": ".3f",
+            "seconds": ".1f",
+            "evaluated share": ".1%",
+            "second run seconds": ".2f",
+        },
+        units={
+            "s/case": "s",
+            "seconds": "s",
+            "tokens evaluated": "tokens",
+            "prompt tokens": "tokens",
+            "second run seconds": "s",
+        },
+        models=line_models(result),
+        settings={"articles": args.articles, "reason": args.reason},
+    )
 
 
 if __name__ == "__main__":

@@ -6,18 +6,17 @@ Two workloads, no cache, no reasons: the 16 summaries of `examples/summeval_samp
 the four G-Eval files, and the 4 meeting summaries with the model headings graph. The formats
 run in interleaved rounds (original, then each converted file, repeated), and each keeps its
 best round, so a noisy neighbour slows them alike.
+
+Figures: benchmarks/results/format_eval.json.
 """
 
 from __future__ import annotations
 
-import argparse
+from harness import ROOT, SHIPPED_MODEL, Timer, add_rounds, parser, write_figures
 
-from anvil_local.catalogue import get_entry
-from common import ROOT, Timer
-
+from anvil_local import evaluate, load_metric
+from anvil_local.models import get_entry
 from anvil_local.run.dataset import read_cases
-from anvil_local.run.evaluate import evaluate
-from anvil_local.spec import load_metric
 
 WORKLOADS = {
     "SummEval, 4 G-Eval": (
@@ -26,17 +25,21 @@ WORKLOADS = {
     ),
     "headings DAG (model)": ("examples/meeting_summaries.jsonl", ["examples/headings_llm.toml"]),
 }
+COLUMNS = ["workload", "model", "s/case", "vs the shipped file"]
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="smollm2-135m-instruct", help="catalogue name")
+    p = parser(
+        __doc__.splitlines()[0],
+        data=False,
+        model_default=SHIPPED_MODEL,
+        model_help=f"catalogue name (default: {SHIPPED_MODEL})",
+    )
     p.add_argument("--formats", nargs="+", default=["Q8_0", "Q4_0"])
-    p.add_argument("--rounds", type=int, default=2)
+    add_rounds(p, 2, "interleaved rounds")
     args = p.parse_args()
     names = [args.model] + [f"{args.model}-{f.lower()}" for f in args.formats]
-    for name in names:
-        get_entry(name)  # a missing conversion fails before any timing
+    entries = [get_entry(name) for name in names]  # a missing conversion fails before timing
     best: dict[tuple[str, str], float] = {}
     for _ in range(args.rounds):
         for workload, (data, files) in WORKLOADS.items():
@@ -50,11 +53,25 @@ def main() -> None:
                 best[key] = min(best.get(key, float("inf")), per_case)
     print("| workload | model | s/case | vs the shipped file |")
     print("|---|---|---|---|")
+    table = []
     for workload in WORKLOADS:
         base = best[(workload, args.model)]
         for name in names:
             value = best[(workload, name)]
             print(f"| {workload} | {name} | {value:.2f} | {base / value:.2f}x faster |")
+            table.append([workload, name, value, base / value])
+    write_figures(
+        args,
+        "format_eval",
+        f"evaluate() seconds per case in each format of {args.model}, best of "
+        f"{args.rounds} interleaved rounds",
+        COLUMNS,
+        table,
+        formats={"s/case": ".2f", "vs the shipped file": "{:.2f}x faster"},
+        units={"s/case": "s"},
+        models=entries,
+        settings={"formats": args.formats, "rounds": args.rounds},
+    )
 
 
 if __name__ == "__main__":

@@ -9,19 +9,19 @@ reasons). Every option distribution in every trace (G-Eval score distributions, 
 probabilities at every DAG node) is compared with the original's: the largest and mean
 absolute difference of a probability, how many verdicts (most probable options) flip, and the
 largest score difference.
+
+Figures: benchmarks/results/format_fidelity.json.
 """
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
-from anvil_local.catalogue import entries, get_entry
-from common import ROOT
+from harness import ROOT, SHIPPED_MODEL, parser, write_figures
 
+from anvil_local import evaluate, load_metric
+from anvil_local.models import entries, get_entry
 from anvil_local.run.dataset import read_cases
-from anvil_local.run.evaluate import evaluate
-from anvil_local.spec import load_metric
 
 JOBS = [
     (
@@ -64,9 +64,23 @@ def run(model: str) -> dict[tuple[str, str], Any]:
     return results
 
 
+COLUMNS = [
+    "format",
+    "distributions",
+    "max abs diff",
+    "mean abs diff",
+    "verdicts flipped",
+    "max score diff",
+]
+
+
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="smollm2-135m-instruct", help="catalogue name")
+    p = parser(
+        __doc__.splitlines()[0],
+        data=False,
+        model_default=SHIPPED_MODEL,
+        model_help=f"catalogue name (default: {SHIPPED_MODEL})",
+    )
     args = p.parse_args()
     source = get_entry(args.model)
     converted = [e for e in entries() if e.source == source.name and e.store_path().is_file()]
@@ -77,6 +91,7 @@ def main() -> None:
         "| max score diff |"
     )
     print("|---|---|---|---|---|---|")
+    rows = []
     for entry in converted:
         other = run(entry.name)
         diffs, flips, compared, score_diff = [], 0, 0, 0.0
@@ -97,6 +112,27 @@ def main() -> None:
             f"| {entry.format} | {compared} | {max(diffs):.4f} | {sum(diffs) / len(diffs):.4f} "
             f"| {flips} of {compared} | {score_diff:.4f} |"
         )
+        rows.append(
+            [
+                entry.format,
+                compared,
+                max(diffs),
+                sum(diffs) / len(diffs),
+                f"{flips} of {compared}",
+                score_diff,
+            ]
+        )
+    write_figures(
+        args,
+        "format_fidelity",
+        f"How far each converted file's verdicts move from {source.name}'s "
+        f"({len(base)} results, no cache)",
+        COLUMNS,
+        rows,
+        formats={"max abs diff": ".4f", "mean abs diff": ".4f", "max score diff": ".4f"},
+        units={"max abs diff": "probability", "mean abs diff": "probability"},
+        models=[source, *converted],
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ bit, with a cold evaluation of its whole prompt:
 - the same, with the prefix copied before the clock starts.
 
     python benchmarks/multi_sequence.py --model smollm2-135m-instruct-q8_0
+
+Figures: benchmarks/results/multi_sequence.<model>.json (one file per model).
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from pathlib import Path
 
 import llama_cpp as lib
 import numpy as np
-from common import ROOT, parser, summeval_cases
+from harness import add_rounds, geval_panel, parser, summeval_cases, write_figures
 
-from anvil_local import evaluate, load_metrics
-from anvil_local.judge import get_judge
+from anvil_local import evaluate
 from anvil_local.judge.runtime import batches, common_prefix
+from anvil_local.models import get_judge
 
 N_CTX, N_BATCH, MEMBERS = 2048, 512, 4
 
@@ -80,7 +82,7 @@ def member_prompts(model_name: str | None, data: Path) -> tuple[object, int, lis
         return evaluate_tokens(tokens, exact)
 
     judge.runtime.evaluate = recording
-    panel = load_metrics(ROOT / "examples" / "geval" / "summeval_panel.toml")
+    panel = geval_panel()
     cases = summeval_cases(data, 1, per_article=2)
     evaluate(cases, panel, model=judge, use_cache=False, include_reason=False)
     return judge, judge.runtime.llama.n_threads, seen[MEMBERS : 2 * MEMBERS]
@@ -88,17 +90,18 @@ def member_prompts(model_name: str | None, data: Path) -> tuple[object, int, lis
 
 def compare(
     name: str, reference: list[np.ndarray], found: list[np.ndarray], seconds: float, rounds: int
-) -> None:
+) -> list:
     verdicts = [
         "identical" if np.array_equal(r, f) else f"differs by {np.abs(r - f).max():.3g}"
         for r, f in zip(reference, found, strict=True)
     ]
     print(f"| {name} | {seconds * 1000 / rounds:.0f} | {', '.join(verdicts)} |")
+    return [name, seconds * 1000 / rounds, ", ".join(verdicts)]
 
 
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=5, help="timed reads of the four suffixes")
+    add_rounds(p, 5, "timed reads of the four suffixes")
     args = p.parse_args()
     judge, threads, prompts = member_prompts(args.model, args.data)
     shared = min(common_prefix(prompts[0], p) for p in prompts[1:])
@@ -184,8 +187,23 @@ def main() -> None:
             start = time.perf_counter()
             found[name] = read()
             seconds[name] += time.perf_counter() - start
-    for name in ways:
-        compare(name, reference, found[name], seconds[name], args.rounds)
+    rows = [compare(name, reference, found[name], seconds[name], args.rounds) for name in ways]
+    write_figures(
+        args,
+        "multi_sequence",
+        f"The four members' suffixes of one SummEval case, read four ways, {judge.model.name}",
+        ["how the four suffixes are read", "ms a case", "each member's logits against a cold read"],
+        rows,
+        variant=judge.model.name,
+        formats={"ms a case": ".0f"},
+        units={"ms a case": "ms"},
+        notes=[
+            f"prompts of {len(prompts[0])} tokens, shared {shared}; member suffixes "
+            f"{[len(p) - shared for p in prompts]} tokens; {threads} threads"
+        ],
+        models=[judge],
+        settings={"rounds": args.rounds, "threads": threads},
+    )
 
 
 if __name__ == "__main__":

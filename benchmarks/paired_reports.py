@@ -13,6 +13,8 @@ metric is compared with its own label, as the bench did.
 For a binary label it prints AUROC before and after and the paired difference; for a graded
 label the mean per-document Spearman. Intervals resample whole documents (the bench's own
 bootstrap), the same documents for both runs, so the difference's interval is paired.
+
+Figures: with `--question ID`, benchmarks/results/ID.json (or `--out PATH`); none by default.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from harness import add_out, write_figures
 
 from anvil_local.bench import stats
 from anvil_local.bench.run import continuous_score, label_kind
@@ -71,11 +74,17 @@ class Labels:
         return self._values[label]
 
 
-def compare(labels: Labels, before: Path, after: Path) -> list[str]:
-    lines = [
-        "| model | metric | cases | statistic | before | after | after - before |",
-        "|---|---|---|---|---|---|---|",
-    ]
+COLUMNS = ["model", "metric", "cases", "statistic", "before", "after", "after - before"]
+
+
+def interval(est: stats.Estimate) -> dict[str, float]:
+    return {"value": est.value, "low": est.low, "high": est.high}
+
+
+def compare(labels: Labels, before: Path, after: Path) -> list[list]:
+    """One row per (model, metric) both runs scored: the statistic before, after, and the
+    paired difference, each with its 95% interval."""
+    rows: list[list] = []
     old_runs, new_runs = read_report(before), read_report(after)
     for folder, runs in ((before, old_runs), (after, new_runs)):
         if not runs:
@@ -103,12 +112,19 @@ def compare(labels: Labels, before: Path, after: Path) -> list[str]:
             ea, eb = stats.estimate(a, groups, len(ids)), stats.estimate(b, groups, len(ids))
             d = stats.paired_difference(a, b, docs, len(ids))
             name = "AUROC" if kind == "binary" else "doc Spearman"
-            lines.append(
-                f"| {model} | {metric} | {len(ids)} | {name} |"
-                f" {ea.value:.3f} [{ea.low:.2f}, {ea.high:.2f}]"
-                f" | {eb.value:.3f} [{eb.low:.2f}, {eb.high:.2f}]"
-                f" | {d.value:+.3f} [{d.low:+.2f}, {d.high:+.2f}] |"
-            )
+            rows.append([model, metric, len(ids), name, interval(ea), interval(eb), interval(d)])
+    return rows
+
+
+def table(rows: list[list]) -> list[str]:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|---|---|---|---|---|---|---|"]
+    for model, metric, cases, name, ea, eb, d in rows:
+        lines.append(
+            f"| {model} | {metric} | {cases} | {name} |"
+            f" {ea['value']:.3f} [{ea['low']:.2f}, {ea['high']:.2f}]"
+            f" | {eb['value']:.3f} [{eb['low']:.2f}, {eb['high']:.2f}]"
+            f" | {d['value']:+.3f} [{d['low']:+.2f}, {d['high']:+.2f}] |"
+        )
     return lines
 
 
@@ -129,6 +145,11 @@ def main() -> None:
     parser.add_argument("--suite", help="the suite both runs ran (instead of --data, --label)")
     parser.add_argument("before", type=Path, help="report folder of the first run")
     parser.add_argument("after", type=Path, help="report folder of the second run")
+    parser.add_argument(
+        "--question",
+        help="write the table as benchmarks/results/QUESTION.json (a README marker shows it)",
+    )
+    add_out(parser, "the JSON figures (default: none, unless --question)")
     args = parser.parse_args()
     try:
         if args.suite:
@@ -139,9 +160,21 @@ def main() -> None:
             labels = Labels(args.data, lambda metric: args.label)
         else:
             parser.error("give --suite, or --data with --label")
-        print("\n".join(compare(labels, args.before, args.after)))
+        rows = compare(labels, args.before, args.after)
+        print("\n".join(table(rows)))
     except AnvilError as exc:
         raise SystemExit(f"error: {exc}") from None
+    if args.question or args.out:
+        write_figures(
+            args,
+            args.question or "paired_reports",
+            f"{args.before} against {args.after}, paired case by case "
+            f"({args.suite or args.data}), 95% intervals over resampled documents",
+            COLUMNS,
+            rows,
+            formats={"before": ".3f", "after": ".3f", "after - before": "+.3f"},
+            settings={"suite": args.suite, "data": args.data, "label": args.label},
+        )
 
 
 if __name__ == "__main__":

@@ -8,65 +8,65 @@ no reasons. For each dimension: the per-document Spearman correlation with the e
 (mean over documents) of both layouts, and the paired difference (panel minus alone) with a 95%
 interval from the same resampled documents. Names are shared between the two layouts, so they
 cannot run in one `anvil bench`; this script pairs them instead.
+
+Figures: benchmarks/results/panel_agreement.<model>.json (one file per model).
 """
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
-from common import DEFAULT_DATA, ROOT, Timer, fresh_cache, parser
+from harness import (
+    Timer,
+    fresh_cache,
+    geval_files,
+    geval_panel,
+    parser,
+    summeval_rows,
+    write_figures,
+)
 
-from anvil_local import LLMTestCase, evaluate, load_metrics
+from anvil_local import LLMTestCase, evaluate
 from anvil_local.bench import stats
-from anvil_local.judge.session import get_judge
-from anvil_local.spec import load_metric
+from anvil_local.models import get_judge
 
-NAMES = ("coherence", "consistency", "fluency", "relevance")
-
-
-def rows_of(path, docs: int) -> list[dict]:
-    chosen: list[str] = []
-    rows = []
-    for line in path.read_text().splitlines():
-        row = json.loads(line)
-        if row["doc"] not in chosen:
-            if len(chosen) == docs:
-                continue
-            chosen.append(row["doc"])
-        rows.append(row)
-    return rows
+COLUMNS = [
+    "dimension",
+    "alone: doc Spearman",
+    "panel: doc Spearman",
+    "panel - alone [95% CI]",
+]
 
 
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--docs", type=int, default=10, help="documents (16 summaries each)")
     args = p.parse_args()
-    rows = rows_of(args.data or DEFAULT_DATA, args.docs)
+    rows = summeval_rows(args.data, args.docs)
     cases = [
         LLMTestCase(input=r["input"], actual_output=r["actual_output"], id=r["id"]) for r in rows
     ]
     docs = [r["doc"] for r in rows]
     judge = get_judge(args.model)
-    layouts = {
-        "alone": [load_metric(ROOT / "examples" / "geval" / f"{n}.toml") for n in NAMES],
-        "panel": load_metrics(ROOT / "examples" / "geval" / "summeval_panel.toml"),
-    }
+    layouts = {"alone": geval_files(), "panel": geval_panel()}
     print(f"{len(cases)} SummEval cases of {len(set(docs))} documents, model {judge.model.name}")
     scores: dict[str, dict[tuple[str, str], float]] = {}
+    notes = []
     with fresh_cache():
         for layout, metrics in layouts.items():
             judge.runtime._tokens, judge.runtime._exact = [], 0  # both start on an empty cache
             with Timer() as t:
                 out = evaluate(cases, metrics, model=judge, use_cache=False, include_reason=False)
             tokens = out.usage.evaluated_tokens / len(cases)
-            print(
+            line = (
                 f"{layout}: {t.seconds / len(cases):.2f} s/case, {tokens:.0f} tokens evaluated/case"
             )
+            print(line)
+            notes.append(line)
             scores[layout] = {(x.metric, x.case_id): x.result.score for x in out.lines}
     groups = stats.doc_groups(docs)
     print("| dimension | alone: doc Spearman | panel: doc Spearman | panel - alone [95% CI] |")
     print("|---|---|---|---|")
+    table = []
     for metric in layouts["alone"]:
         label = metric.name.lower()
         human = np.array([r["labels"][label] for r in rows], dtype=float)
@@ -81,6 +81,28 @@ def main() -> None:
             f"| {metric.name} | {stat['alone'](every):+.3f} | {stat['panel'](every):+.3f} "
             f"| {diff.value:+.3f} [{diff.low:+.2f}, {diff.high:+.2f}] |"
         )
+        table.append(
+            [
+                metric.name,
+                stat["alone"](every),
+                stat["panel"](every),
+                {"value": diff.value, "low": diff.low, "high": diff.high},
+            ]
+        )
+    write_figures(
+        args,
+        "panel_agreement",
+        f"The four SummEval G-Eval files alone and as one panel, {judge.model.name}, "
+        f"{len(cases)} summaries of {len(set(docs))} documents: per-document Spearman with "
+        "the experts",
+        COLUMNS,
+        table,
+        variant=judge.model.name,
+        formats={c: "+.3f" for c in COLUMNS[1:]},
+        notes=notes,
+        models=[judge],
+        settings={"docs": args.docs, "threads": judge.runtime.llama.n_threads},
+    )
 
 
 if __name__ == "__main__":

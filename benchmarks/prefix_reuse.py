@@ -3,16 +3,22 @@ question) vs warm (the shared prefix kept). Prints tokens evaluated by llama.cpp
 unique prompt tokens (the lower bound: the size of the token trie of the four prompts) and
 seconds per question.
 
-    python benchmarks/prefix_reuse.py [--data ../shared/data/summeval.jsonl]
+    python benchmarks/prefix_reuse.py [--data benchmarks/data/summeval.jsonl]
+
+Figures: benchmarks/results/prefix_reuse.json.
 """
 
 from __future__ import annotations
 
-from common import Timer, parser, summeval_cases
+from harness import Timer, parser, summeval_cases, write_figures
 
-from anvil_local.judge import HEADER, Judge, Prompt, get_judge
-from anvil_local.testcase import SingleTurnParams, render_param
+from anvil_local import SingleTurnParams
+from anvil_local.judge import HEADER, Judge, Prompt
+from anvil_local.models import get_judge
+from anvil_local.testcase import render_param
 
+COLUMNS = ["mode", "evaluated", "x unique", "s question 1", "s question 2", "s question 3",
+           "s question 4"]  # fmt: skip
 QUESTIONS = [
     "Is the Actual Output a summary of the Input? Reply with Yes or No only.",
     "Does the Actual Output state anything the Input does not? Reply with Yes or No only.",
@@ -68,6 +74,23 @@ def main() -> None:
     for mode, (evaluated, seconds) in rows.items():
         per = " ".join(f"{s:6.3f}" for s in seconds)
         print(f"{mode:<6}{evaluated:>10}{evaluated / lower_bound:>10.3f}   {per}")
+    write_figures(
+        args,
+        "prefix_reuse",
+        "Four questions over one SummEval case: tokens evaluated and seconds, cold and warm",
+        COLUMNS,
+        [
+            [mode, evaluated, evaluated / lower_bound, *seconds]
+            for mode, (evaluated, seconds) in rows.items()
+        ],
+        formats={"x unique": ".3f", **{c: ".3f" for c in COLUMNS[3:]}},
+        units={"evaluated": "tokens", **{c: "s" for c in COLUMNS[3:]}},
+        notes=[
+            f"case {case.id}: 4 questions, {total_prompt} prompt tokens in all, "
+            f"{lower_bound} unique (lower bound)"
+        ],
+        models=[judge],
+    )
 
 
 if __name__ == "__main__":

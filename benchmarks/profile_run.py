@@ -8,6 +8,9 @@ is summed by where the function lives. A ctypes call into llama.cpp is not a pro
 so its time lands in the llama_cpp wrapper that made it: the "llama.cpp" share is the native
 decode plus llama-cpp-python's thin Python layer. cProfile slows Python code (not native
 code), so the Python shares are upper bounds.
+
+Figures: benchmarks/results/profile_run.json (one row per workload: the shares of the
+profile's own time).
 """
 
 from __future__ import annotations
@@ -15,10 +18,10 @@ from __future__ import annotations
 import cProfile
 import pstats
 
-from common import Timer, fresh_cache, parser, speed_workloads
+from harness import Timer, add_articles, fresh_cache, parser, speed_workloads, write_figures
 
 from anvil_local import evaluate
-from anvil_local.judge import get_judge
+from anvil_local.models import get_judge
 
 GROUPS = (
     ("llama.cpp (native decode + llama_cpp wrappers)", ("/llama_cpp/",)),
@@ -26,6 +29,22 @@ GROUPS = (
     ("anvil-local Python", ("/anvil_local/",)),
     ("numpy", ("/numpy/",)),
 )
+
+
+# the README's columns: these groups alone, the rest as "everything else"
+COLUMN_GROUPS = {
+    "llama.cpp": GROUPS[0][0],
+    "anvil-local Python": GROUPS[2][0],
+    "numpy": GROUPS[3][0],
+}
+COLUMNS = [
+    "workload",
+    "cases",
+    "s/case",
+    *COLUMN_GROUPS,
+    "everything else",
+    "outside llama.cpp",
+]
 
 
 def category(filename: str, function: str) -> str:
@@ -59,11 +78,13 @@ def shares(profile: cProfile.Profile) -> dict[str, float]:
 
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--articles", type=int, default=1)
+    add_articles(p, 1)
     args = p.parse_args()
     judge = get_judge(args.model)
     workloads = speed_workloads(args.data, args.articles)
-    print(f"model {judge.model.name}, {judge.model.settings.resolved_threads()} threads")
+    threads = judge.runtime.llama.n_threads
+    print(f"model {judge.model.name}, {threads} threads")
+    rows, notes = [], []
     for label, cases, metrics in workloads:
         run(judge, cases[:2], metrics)  # load grammars and steps outside the timed runs
         wall = run(judge, cases, metrics)
@@ -81,6 +102,22 @@ def main() -> None:
             print(f"| {name} | {seconds:.2f} | {seconds / total:.1%} |")
         outside = total - totals.get(GROUPS[0][0], 0.0)
         print(f"| everything outside llama.cpp | {outside:.2f} | {outside / total:.1%} |")
+        share = {name: totals.get(name, 0.0) / total for name in COLUMN_GROUPS.values()}
+        rest = 1.0 - sum(share.values())
+        rows.append([label, len(cases), wall / len(cases), *share.values(), rest, outside / total])
+        notes.append(f"{label}: {profiled / len(cases):.2f} s/case profiled")
+    write_figures(
+        args,
+        "profile_run",
+        "Where a run's time goes: shares of the profile's own time, by where the code lives",
+        COLUMNS,
+        rows,
+        formats={"s/case": ".2f", **{c: ".1%" for c in COLUMNS[3:]}},
+        units={"s/case": "s", **{c: "share of profiled time" for c in COLUMNS[3:]}},
+        notes=notes,
+        models=[judge],
+        settings={"articles": args.articles, "threads": threads},
+    )
 
 
 if __name__ == "__main__":

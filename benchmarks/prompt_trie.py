@@ -7,16 +7,27 @@ Workloads: the four SummEval G-Eval metrics on 16 summaries of each of `--articl
 documents; the model-at-every-node headings DAG (`examples/headings_llm.toml`, a task node
 included) on the 12 meeting summaries; the likelihood contrast on the SummEval cases. Each
 run starts on an empty KV cache and an empty trie, with no result cache and no reasons.
+
+Figures: benchmarks/results/prompt_trie.json.
 """
 
 from __future__ import annotations
 
-from common import Timer, fresh_cache, parser, speed_workloads
+from harness import Timer, add_articles, fresh_cache, parser, speed_workloads, write_figures
 
-from anvil_local import evaluate
-from anvil_local.judge import get_judge
-from anvil_local.metrics.base import BaseMetric
+from anvil_local import BaseMetric, evaluate
 from anvil_local.metrics.likelihood import LikelihoodMetric
+from anvil_local.models import get_judge
+
+COLUMNS = [
+    "workload",
+    "order",
+    "cases",
+    "evaluated/case",
+    "trie/case",
+    "evaluated/trie",
+    "s/case",
+]
 
 
 def run(judge, cases, metrics) -> tuple[float, object]:
@@ -32,7 +43,7 @@ def run(judge, cases, metrics) -> tuple[float, object]:
 
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--articles", type=int, default=3)
+    add_articles(p, 3)
     args = p.parse_args()
     judge = get_judge(args.model)
     workloads = speed_workloads(args.data, args.articles)
@@ -40,6 +51,7 @@ def main() -> None:
     print("| workload | order | cases | evaluated/case | trie/case | evaluated/trie | s/case |")
     print("|---|---|---|---|---|---|---|")
     prepare = LikelihoodMetric.prepare
+    rows = []
     for label, cases, metrics in workloads:
         LikelihoodMetric.prepare = prepare  # as shipped, whatever the last row switched off
         orders = ["scheduler"]
@@ -59,7 +71,35 @@ def main() -> None:
                 f"| {usage.evaluated_tokens / usage.distinct_tokens:.3f} | {seconds / n:.2f} |",
                 flush=True,
             )
+            rows.append(
+                [
+                    label,
+                    order,
+                    n,
+                    usage.evaluated_tokens / n,
+                    usage.distinct_tokens / n,
+                    usage.evaluated_tokens / usage.distinct_tokens,
+                    seconds / n,
+                ]
+            )
     LikelihoodMetric.prepare = prepare
+    write_figures(
+        args,
+        "prompt_trie",
+        "Tokens evaluated against the prompt trie, scheduler order and case by case, "
+        "from an empty KV cache",
+        COLUMNS,
+        rows,
+        formats={
+            "evaluated/case": ".0f",
+            "trie/case": ".0f",
+            "evaluated/trie": ".3f",
+            "s/case": ".2f",
+        },
+        units={"evaluated/case": "tokens", "trie/case": "tokens", "s/case": "s"},
+        models=[judge],
+        settings={"articles": args.articles, "threads": judge.runtime.llama.n_threads},
+    )
 
 
 if __name__ == "__main__":

@@ -9,19 +9,30 @@ prompt and 32 greedy steps, best of 3), and the formats are measured in interlea
 that a noisy neighbour slows them all alike; the table keeps each one's best round. The
 hardware rate is numpy's fp32 matrix multiply (best of 5); a token of prompt costs about
 2 x parameters floating-point operations.
+
+Figures: benchmarks/results/throughput.json.
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
 import numpy as np
-from anvil_local.catalogue import entries, get_entry
-from anvil_local.pull import ensure_model
+from harness import SHIPPED_MODEL, add_rounds, parser, write_figures
 
 from anvil_local.judge.native import probe
+from anvil_local.models import ensure_model, entries, get_entry
+
+COLUMNS = [
+    "format",
+    "size",
+    "threads",
+    "prompt tokens/s",
+    "generated tokens/s",
+    "prompt vs first row",
+    "share of matmul rate",
+]
 
 
 def formats_of(name: str) -> list[tuple[str, Path]]:
@@ -46,10 +57,14 @@ def matmul_gflops(threads_note: str, size: int = 1024, runs: int = 5) -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="smollm2-135m-instruct", help="catalogue name")
+    p = parser(
+        __doc__.splitlines()[0],
+        data=False,
+        model_default=SHIPPED_MODEL,
+        model_help=f"catalogue name (default: {SHIPPED_MODEL})",
+    )
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    p.add_argument("--rounds", type=int, default=2, help="interleaved rounds per format")
+    add_rounds(p, 2, "interleaved rounds per format")
     args = p.parse_args()
     files = formats_of(args.model)
     best: dict[tuple[str, int], tuple[float, float, int]] = {}
@@ -68,6 +83,7 @@ def main() -> None:
         "| share of matmul rate |"
     )
     print("|---|---|---|---|---|---|---|")
+    rows = []
     for threads in args.threads:
         base = best[(files[0][0], threads)][0]
         for label, path in files:
@@ -77,6 +93,35 @@ def main() -> None:
                 f"| {label} | {path.stat().st_size / 1e6:.0f} MB | {threads} | {prompt:.0f} | "
                 f"{gen:.0f} | {prompt / base:.2f}x | {share:.0%} |"
             )
+            rows.append(
+                [
+                    label,
+                    f"{path.stat().st_size / 1e6:.0f} MB",
+                    threads,
+                    prompt,
+                    gen,
+                    prompt / base,
+                    share,
+                ]
+            )
+    write_figures(
+        args,
+        "throughput",
+        f"Prompt and generated tokens/s of {args.model} in every format, best of "
+        f"{args.rounds} interleaved rounds of the doctor's probe",
+        COLUMNS,
+        rows,
+        formats={
+            "prompt tokens/s": ".0f",
+            "generated tokens/s": ".0f",
+            "prompt vs first row": "{:.2f}x",
+            "share of matmul rate": ".0%",
+        },
+        units={"prompt tokens/s": "tokens/s", "generated tokens/s": "tokens/s"},
+        notes=[f"numpy fp32 matmul: {flops:.0f} GFLOP/s (1024 x 1024, best of 5)"],
+        models=[path for _, path in files],
+        settings={"threads": args.threads, "rounds": args.rounds},
+    )
 
 
 if __name__ == "__main__":

@@ -34,6 +34,8 @@ what its own llama.cpp context has read. The raw llama.cpp ceiling of each file 
 generated tokens/s, the `anvil doctor` probe) is measured at the start, and the table says
 how far above it each contender's time per case is: prompt tokens at the prompt rate,
 generated ones (DeepEval's completions, anvil's one-token decodes) at the generated rate.
+
+Figures: benchmarks/results/vs_deepeval_geval.json or vs_deepeval_dag.json (by --workload).
 """
 
 from __future__ import annotations
@@ -43,19 +45,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, Timer, fresh_cache, parser, summeval_cases
+from harness import (
+    HEADINGS_LLM,
+    Timer,
+    add_articles,
+    add_rounds,
+    fresh_cache,
+    geval_files,
+    geval_panel,
+    meeting_cases,
+    parser,
+    summeval_cases,
+    write_figures,
+)
 
 os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")
 os.environ.setdefault("DEEPEVAL_GRPC_LOGGING", "NO")
 
-from anvil_local import evaluate
-from anvil_local.judge.judge import Judge
-from anvil_local.judge.model import ResolvedModel
+from anvil_local import Judge, evaluate, load_metric
+from anvil_local.judge import ResolvedModel
 from anvil_local.judge.native import probe
-from anvil_local.judge.session import get_judge
-from anvil_local.spec import load_metric, load_metrics
+from anvil_local.models import default_entry, get_judge, resolve_model
 
-NAMES = ("coherence", "consistency", "fluency", "relevance")
+COLUMNS = [
+    "tool",
+    "file",
+    "s/case",
+    "tokens/case",
+    "at the raw ceiling s/case",
+    "time above it",
+    "vs DeepEval, same file",
+]
 REASON_TOKENS = 300  # DeepEval's answer (score + reason) must fit; a cut answer is an error
 
 
@@ -66,7 +86,7 @@ def make_deepeval_model(model: ResolvedModel):
     from llama_cpp import Llama
 
     settings = model.settings
-    threads = settings.resolved_threads()
+    threads = settings.threads
 
     class GGUFModel(DeepEvalBaseLLM):
         def __init__(self) -> None:
@@ -207,15 +227,18 @@ def count_generation(contender: Contender) -> None:
     runtime.evaluate = counted
 
 
-def table(label: str, n: int, contenders: list[Contender]) -> None:
+def table(label: str, n: int, contenders: list[Contender]) -> tuple[list[list], list[str]]:
     """Seconds and tokens per case for every contender, then the ratios: each file on its
-    own (same GGUF for both tools), and anvil's fastest against DeepEval on the first file."""
+    own (same GGUF for both tools), and anvil's fastest against DeepEval on the first file.
+    Returns the table's rows (with each anvil row's same-file ratio) and the ratio lines."""
     import deepeval
 
     print()
     print(label)
     print("| tool | file | s/case | tokens/case | at the raw ceiling s/case | time above it |")
     print("|---|---|---|---|---|---|")
+    theirs = {c.file: c for c in contenders if c.tool == "DeepEval"}
+    rows = []
     for c in contenders:
         floor, tokens = c.tokens(n)
         tool = f"DeepEval {deepeval.__version__}" if c.tool == "DeepEval" else c.tool
@@ -223,40 +246,46 @@ def table(label: str, n: int, contenders: list[Contender]) -> None:
             f"| {tool} | {c.file} | {c.seconds / n:.2f} | {tokens} | {floor:.2f} "
             f"| {c.seconds / n / floor:.2f}x |"
         )
-    theirs = {c.file: c for c in contenders if c.tool == "DeepEval"}
+        same_file = None if c.tool == "DeepEval" else theirs[c.file].seconds / c.seconds
+        rows.append([tool, c.file, c.seconds / n, tokens, floor, c.seconds / n / floor, same_file])
+    lines = []
     first = contenders[0]
     for tool in sorted({c.tool for c in contenders if c.tool != "DeepEval"}):
         ours = {c.file: c for c in contenders if c.tool == tool}
         for file, c in ours.items():
             ratio = theirs[file].seconds / c.seconds
-            print(f"same file, {file}: {tool} is {ratio:.1f}x faster per case")
+            lines.append(f"same file, {file}: {tool} is {ratio:.1f}x faster per case")
         fastest = min(ours.values(), key=lambda c: c.seconds)
         if fastest.file != first.file:
-            print(
+            lines.append(
                 f"{tool} on {fastest.file} against DeepEval on {first.file}: "
                 f"{first.seconds / fastest.seconds:.1f}x faster per case"
             )
         for c in ours.values():
             ratio = c.usage.evaluated_tokens / max(1, c.usage.distinct_tokens)
-            print(f"{tool} tokens evaluated / prompt trie, {c.file}: {ratio:.2f}x")
+            lines.append(f"{tool} tokens evaluated / prompt trie, {c.file}: {ratio:.2f}x")
     for c in theirs.values():
-        print(
+        lines.append(
             f"DeepEval on {c.file}: answers that failed to parse {c.llm.failures}, "
             f"metric errors {c.errors} of its calls"
         )
+    for line in lines:
+        print(line)
+    return rows, lines
 
 
-def run_geval(args, contenders: list[Contender]) -> None:
+def run_geval(args, contenders: list[Contender]) -> tuple[str, list[list], list[str]]:
     from deepeval.test_case import LLMTestCase as DeepEvalCase
 
     cases = summeval_cases(args.data, args.articles, args.per_article)
-    metrics = [load_metric(ROOT / "examples" / "geval" / f"{n}.toml") for n in NAMES]
-    panel = load_metrics(ROOT / "examples" / "geval" / "summeval_panel.toml")
+    metrics = geval_files()
+    panel = geval_panel()
     theirs = {id(c): deepeval_metrics(metrics, c.llm) for c in contenders if c.tool == "DeepEval"}
     by_article: dict[str, list] = {}
     for case in cases:
         by_article.setdefault(case.input, []).append(case)
-    print(f"{len(cases)} cases from {len(by_article)} articles x {len(metrics)} G-Eval metrics")
+    title = f"{len(cases)} cases from {len(by_article)} articles x {len(metrics)} G-Eval metrics"
+    print(title)
 
     with fresh_cache():
         for number, group in enumerate(by_article.values(), 1):
@@ -280,22 +309,19 @@ def run_geval(args, contenders: list[Contender]) -> None:
                     c.add_usage(outcome.usage)
             so_far = ", ".join(f"{c.tool} {c.file} {c.seconds:.1f} s" for c in contenders)
             print(f"  article {number}: {so_far}", flush=True)
-    table("G-Eval", len(cases), contenders)
+    rows, lines = table("G-Eval", len(cases), contenders)
+    return f"G-Eval: {title}", rows, lines
 
 
-def run_dag(args, contenders: list[Contender]) -> None:
-    import json
-
+def run_dag(args, contenders: list[Contender]) -> tuple[str, list[list], list[str]]:
     from deepeval.metrics import DAGMetric
     from deepeval.metrics.dag import DeepAcyclicGraph
     from deepeval.test_case import LLMTestCase as DeepEvalCase
 
-    from anvil_local import LLMTestCase
     from anvil_local.spec.deepeval import to_deepeval
 
-    rows = (ROOT / "examples" / "meeting_summaries.jsonl").read_text().splitlines()
-    cases = [LLMTestCase(**json.loads(x)) for x in rows]
-    metric = load_metric(ROOT / "examples" / "headings_llm.toml")
+    cases = meeting_cases()
+    metric = load_metric(HEADINGS_LLM)
     theirs = {
         id(c): DAGMetric(
             name=metric.name,
@@ -308,7 +334,8 @@ def run_dag(args, contenders: list[Contender]) -> None:
         for c in contenders
         if c.tool == "DeepEval"
     }
-    print(f"{len(cases)} meeting summaries x {args.rounds} rounds, {metric.name}")
+    title = f"{len(cases)} meeting summaries x {args.rounds} rounds, {metric.name}"
+    print(title)
     with fresh_cache():
         for _ in range(args.rounds):
             for c in contenders:
@@ -334,26 +361,27 @@ def run_dag(args, contenders: list[Contender]) -> None:
                         c.add_usage(outcome.usage)
                         score = outcome.lines[0].result.score
                     c.scores.append(score)
-    table("headings DAG", len(cases) * args.rounds, contenders)
+    rows, lines = table("headings DAG", len(cases) * args.rounds, contenders)
     for c in contenders:
-        print(f"scores, first round, {c.tool} on {c.file}: {c.scores[: len(cases)]}")
+        line = f"scores, first round, {c.tool} on {c.file}: {c.scores[: len(cases)]}"
+        print(line)
+        lines.append(line)
+    return f"headings DAG: {title}", rows, lines
 
 
 def default_files() -> list[str]:
     """The catalogue's shipped file, then the host's tuned default when it is another file."""
-    from anvil_local.catalogue import default_entry
-
     shipped = default_entry().name
-    tuned = ResolvedModel.resolve(None)
+    tuned = resolve_model(None)
     return [shipped] if tuned.name == shipped else [shipped, tuned.name]
 
 
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--workload", choices=["geval", "dag"], default="geval")
-    p.add_argument("--articles", type=int, default=3, help="documents, 16 summaries each")
+    add_articles(p, 3)
     p.add_argument("--per-article", type=int, default=16)
-    p.add_argument("--rounds", type=int, default=3, help="DAG: passes over the 4 cases")
+    add_rounds(p, 3, "DAG: passes over the 4 cases")
     p.add_argument(
         "--panel",
         action="store_true",
@@ -375,22 +403,46 @@ def main() -> None:
     names = [args.model] if args.model else default_files()
     names += [name for name in args.also if name not in names]
     contenders: list[Contender] = []
+    ceilings = []
     for name in names:
-        model = ResolvedModel.resolve(name)
-        threads = model.settings.resolved_threads()
+        model = resolve_model(name)
+        threads = model.settings.threads
         ceiling = probe(Path(model.path), threads, throughput=True)
         print(f"model {model.name} ({Path(model.path).name}), {threads} threads")
         print(ceiling_line(Path(model.path).name, ceiling))
+        ceilings.append(ceiling_line(Path(model.path).name, ceiling))
         contenders.append(Contender("DeepEval", model, ceiling, make_deepeval_model(model)))
         contenders.append(Contender("anvil", model, ceiling, get_judge(model)))
         count_generation(contenders[-1])
         if args.panel and args.workload == "geval":
             contenders.append(Contender("anvil panel", model, ceiling, Judge.load(model)))
     print(f"DeepEval {deepeval.__version__}, llama.cpp {contenders[0].ceiling.llama_cpp_version}")
-    if args.workload == "geval":
-        run_geval(args, contenders)
-    else:
-        run_dag(args, contenders)
+    run = run_geval if args.workload == "geval" else run_dag
+    title, rows, lines = run(args, contenders)
+    write_figures(
+        args,
+        f"vs_deepeval_{args.workload}",
+        f"anvil against DeepEval {deepeval.__version__}, {title}",
+        COLUMNS,
+        rows,
+        formats={
+            "s/case": ".2f",
+            "at the raw ceiling s/case": ".2f",
+            "time above it": "{:.2f}x",
+            "vs DeepEval, same file": "{:.1f}x faster",
+        },
+        units={"s/case": "s", "at the raw ceiling s/case": "s"},
+        notes=ceilings + lines,
+        models=[c.model for c in contenders if c.tool == "DeepEval"],
+        settings={
+            "workload": args.workload,
+            "articles": args.articles,
+            "per_article": args.per_article,
+            "rounds": args.rounds,
+            "panel": args.panel,
+            "threads": contenders[0].model.settings.threads,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import signal
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -74,6 +78,51 @@ def other_model_results() -> Setup:
 
 
 BIG = "x" * 200_000
+TASK_ALONE = """type = "dag"
+name = "T"
+[nodes.t]
+type = "task"
+instructions = "List the headings."
+output_label = "Headings"
+evaluation_params = ["actual_output"]
+"""
+UNREACHABLE = """[nodes.island]
+type = "binary"
+criteria = "Alone?"
+verdicts = [{ verdict = true, score = 10 }, { verdict = false, score = 0 }]
+"""
+
+
+def code_node(check: str, args: str, bounds: str = "") -> str:
+    """A DAG of one code node running `check` with `args` (TOML inline-table body)."""
+    return (
+        f'type = "dag"\nname = "Code"\n[nodes.c]\ntype = "code"\ncheck = "{check}"\n'
+        f'args = {{ {args} }}\nfields = ["actual_output"]\n{bounds}\n'
+        "verdicts = [{ verdict = true, score = 10 }, { verdict = false, score = 0 }]\n"
+    )
+
+
+def choice(*options: str) -> str:
+    verdicts = ", ".join(f"{{ verdict = {o}, score = {i} }}" for i, o in enumerate(options))
+    return (
+        'type = "dag"\nname = "Choice"\n[nodes.q]\ntype = "non_binary"\n'
+        f'criteria = "Which?"\nevaluation_params = ["actual_output"]\nverdicts = [{verdicts}]\n'
+    )
+
+
+def chain(length: int, last: str = "score = 10") -> str:
+    """A DAG of `length` code nodes in a chain, each yes leading to the next."""
+    parts = ['type = "dag"\nname = "Chain"\nroots = ["n0"]\n']
+    for i in range(length):
+        then = f'then = "n{i + 1}"' if i < length - 1 else last
+        parts.append(
+            f'[nodes.n{i}]\ntype = "code"\ncheck = "regex"\nargs = {{ pattern = "a" }}\n'
+            f'fields = ["actual_output"]\n'
+            f"verdicts = [{{ verdict = true, {then} }}, {{ verdict = false, score = 0 }}]\n"
+        )
+    return "".join(parts)
+
+
 BAD: list[tuple[str, Setup, str]] = [
     # data files
     ("data missing", lambda t: ["--data", str(t / "nope.jsonl")], "no such file"),
@@ -210,6 +259,86 @@ BAD: list[tuple[str, Setup, str]] = [
     ("out from another model", other_model_results(), "holds results of another model"),
     ("junit is a directory", lambda t: ["--junit", str(t)], "--junit"),
     ("junit under a file", lambda t: ["--junit", str(write(t / "g", "x") / "r.xml")], "r.xml"),
+    # a full disk, and devices where a file belongs
+    ("out on a full device", options("--out", "/dev/full"), "not a regular file"),
+    ("out a device that never ends", options("--out", "/dev/zero"), "not a regular file"),
+    ("junit on a full device", options("--junit", "/dev/full"), "No space left on device"),
+    # check arguments, checked when the metric file is loaded
+    ("code regex bad pattern", metric(code_node("regex", 'pattern = "([a-z"')), "invalid pattern"),
+    (
+        "code regex_count bad pattern",
+        metric(code_node("regex_count", 'pattern = "a{2,1}"', "at_least = 1")),
+        "invalid pattern",
+    ),
+    (
+        "code json_valid bad schema",
+        metric(code_node("json_valid", 'schema = { type = "objekt" }')),
+        "invalid JSON Schema",
+    ),
+    (
+        "code json_valid schema not a table",
+        metric(code_node("json_valid", 'schema = "object"')),
+        "'schema' must be a JSON Schema",
+    ),
+    (
+        "code length min above max",
+        metric(code_node("length", "min = 10, max = 2")),
+        "'min' (10) is above 'max' (2)",
+    ),
+    ("code length negative", metric(code_node("length", "max = -1")), "'max' cannot be negative"),
+    ("code length unit", metric(code_node("length", 'unit = "pages"')), "'unit' must be"),
+    ("code terms empty", metric(code_node("contains_all", "terms = []")), "'terms' must be"),
+    ("code terms a string", metric(code_node("ordered", 'terms = "Intro"')), "'terms' must be"),
+    ("code ngram n 0", metric(code_node("ngram_overlap", "n = 0", "at_least = 0.5")), "'n' must"),
+    ("code unknown argument", metric(code_node("regex", 'patern = "x"')), "patern"),
+    ("code missing argument", metric(code_node("regex", "")), "pattern"),
+    ("code unknown check", metric(code_node("shouting", "")), "unknown check 'shouting'"),
+    (
+        "code bounds reversed",
+        metric(code_node("number", "", "at_least = 5\nat_most = 1")),
+        "'at_least' (5) is above 'at_most' (1)",
+    ),
+    ("code bound not a number", metric(code_node("number", "", 'at_least = "5"')), "at_least"),
+    (
+        "check metric bad pattern",
+        metric('type = "check"\nname = "C"\ncheck = "regex"\nargs = { pattern = "(" }\n'),
+        "invalid pattern",
+    ),
+    (
+        "check metric args not a table",
+        metric('type = "check"\nname = "C"\ncheck = "regex"\nargs = "x"\n'),
+        "'args' must be a table",
+    ),
+    # graph shapes and options at their limits
+    (
+        "dag chain with a cycle at depth 1500",
+        metric(chain(1500, last='then = "n0"')),
+        "Cycle detected",
+    ),
+    (
+        "dag node unreachable",
+        metric(DAG.replace('name = "Dag"', 'name = "Dag"\nroots = ["q"]') + UNREACHABLE),
+        "is not reachable",
+    ),
+    ("nonbinary one duplicate option", metric(choice('"Yes"', '"Yes"')), "Duplicate verdict"),
+    ("nonbinary empty option", metric(choice('""', '"No"')), "cannot be empty"),
+    ("nonbinary numeric option", metric(choice("3", '"No"')), "must be a string"),
+    ("task without children", metric(TASK_ALONE), "children"),
+    ("geval name with a newline", metric(GEVAL.replace('"Good"', '"Go\\nod"')), "one line"),
+    # odd encodings and values in case files
+    (
+        "data lone surrogate",
+        data('{"id": "a", "input": "x\\ud800", "actual_output": "y"}\n'),
+        "lone surrogate",
+    ),
+    ("data id a list", data(jsonl({**CASE, "id": [1]})), "id must be a string"),
+    ("data id a bool", data(jsonl({**CASE, "id": True})), "id must be a string"),
+    ("data input NaN", data('{"id": "a", "input": NaN, "actual_output": "y"}\n'), "string"),
+    (
+        "data 20,000 cases, the last id a duplicate",
+        data(jsonl(*[{**CASE, "id": f"c{i}"} for i in range(20_000)], {**CASE, "id": "c7"})),
+        "duplicate case id 'c7'",
+    ),
 ]
 
 
@@ -247,3 +376,93 @@ def test_a_bad_input_is_one_error_line_and_exit_2(
 
 def test_the_table_is_large():
     assert len(BAD) >= 50
+
+
+# -- a full disk, a deep graph, validate ------------------------------------------------
+
+
+def _run_with_file_limit(args: list[str], limit: int | None, env: dict[str, str]):
+    """`anvil` in a child whose writes beyond `limit` bytes fail with an OS error, as on a
+    full disk (RLIMIT_FSIZE: every write past it is refused with EFBIG)."""
+
+    def cap() -> None:
+        if limit is not None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run(
+        [sys.executable, "-m", "anvil_local.cli", *args],
+        preexec_fn=cap,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=300,
+    )
+
+
+def _headings_run(model_path: Path) -> list[str]:
+    """`anvil eval` of the code-node headings DAG on the four example cases."""
+    return [
+        *("eval", "--metric", str(ROOT / "examples" / "headings.toml")),
+        *("--data", str(ROOT / "examples" / "meeting_summaries.jsonl")),
+        *("--model", str(model_path)),
+    ]
+
+
+def test_a_full_disk_stops_the_run_in_one_line_and_a_rerun_resumes(tmp_path: Path, model_path):
+    out = tmp_path / "results.jsonl"
+    args = [*_headings_run(model_path), "--out", str(out), "--no-cache"]
+    full = _run_with_file_limit(args, 1500, {})  # room for about two of the four lines
+    assert full.returncode == 2, full.stderr
+    stderr = [x for x in full.stderr.splitlines() if x.strip()]
+    assert stderr == [f"Error: {out}: cannot write: File too large"]
+    written = out.read_bytes()
+    complete = written[: written.rfind(b"\n") + 1].splitlines()
+    assert 1 <= len(complete) < 4
+    assert all(json.loads(x)["metric"] == "Summary headings" for x in complete)
+    again = _run_with_file_limit(args, None, {})
+    assert again.returncode in (0, 1), again.stderr
+    assert f"{4 - len(complete)} judged" in again.stderr
+    assert f"{len(complete)} resumed" in again.stderr
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert sorted(x["case_id"] for x in lines) == sorted(
+        json.loads(x)["id"] for x in (ROOT / "examples" / "meeting_summaries.jsonl").open()
+    )
+
+
+def test_a_cache_that_cannot_be_written_is_one_line(tmp_path: Path, model_path):
+    args = _headings_run(model_path)
+    full = _run_with_file_limit(args, 1000, {"ANVIL_CACHE_DIR": str(tmp_path / "cache")})
+    assert full.returncode == 2, full.stderr
+    (line,) = [x for x in full.stderr.splitlines() if x.strip()]
+    assert line.startswith(f"Error: result cache {tmp_path / 'cache'}"), line
+    assert "--no-cache" in line
+
+
+def test_a_chain_of_1500_code_nodes_validates_and_walks(tmp_path: Path, model_path):
+    path = write(tmp_path / "chain.toml", chain(1500))
+    checked = CliRunner().invoke(main, ["validate", str(path)])
+    assert checked.exit_code == 0, checked.output
+    cases = write(tmp_path / "cases.jsonl", jsonl({"id": "a", "actual_output": "aaa"}))
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(
+        main,
+        [
+            *("eval", "--metric", str(path), "--data", str(cases), "--out", str(out)),
+            *("--model", str(model_path), "--no-cache", "--no-reason"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    (line,) = [json.loads(x) for x in out.read_text().splitlines()]
+    assert line["score"] == 1.0 and line["error"] is None
+    assert len(line["trace"]["path"]) == 1500
+
+
+def test_validate_names_the_node_and_the_bad_pattern(tmp_path: Path):
+    path = write(tmp_path / "m.toml", code_node("regex", 'pattern = "([a-z"'))
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        f"Error: {path}: node 'c': check 'regex': invalid pattern '([a-z': "
+        "unterminated character set at position 1"
+    )

@@ -2,10 +2,12 @@
 
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from anvil_local.cli import main
+from anvil_local.cli.options import SharedOption
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADINGS = str(ROOT / "examples" / "headings.toml")
@@ -130,3 +132,80 @@ def test_help_texts_list_every_command():
     for command in ("eval", "explain", "models", "steps", "validate"):
         assert command in result.output
     assert "--jobs" in run(["eval", "--help"]).output
+
+
+# -- the command tree: help texts and shared options ------------------------------------
+
+#: Flags that mean something different on each command that has them, so each command
+#: declares its own: --data (cases to judge, labelled cases, one case's file, a run's
+#: cases), --out (results, an exported metric, merged results), --format (convert to one,
+#: measure several).
+PER_COMMAND_FLAGS = {"--data", "--out", "--format"}
+
+
+def commands(group: click.Group = main, path: tuple[str, ...] = ()):
+    """(path, command) for every command and group under `group`, depth first."""
+    for name, command in sorted(group.commands.items()):
+        yield (*path, name), command
+        if isinstance(command, click.Group):
+            yield from commands(command, (*path, name))
+
+
+def options_of(command: click.Command) -> list[click.Option]:
+    return [p for p in command.params if isinstance(p, click.Option) and p.name != "help"]
+
+
+def test_every_help_text_renders():
+    assert run(["--help"]).exit_code == 0
+    for path, _ in commands():
+        result = run([*path, "--help"])
+        assert result.exit_code == 0, (path, result.output)
+        assert f"{' '.join(path)} [OPTIONS]" in result.output.splitlines()[0]
+
+
+def test_a_flag_on_several_commands_is_declared_once_in_options_py():
+    users: dict[str, set[tuple[str, ...]]] = {}
+    for path, command in commands():
+        for option in options_of(command):
+            for flag in option.opts + option.secondary_opts:
+                users.setdefault(flag, set()).add(path)
+    shared = {flag for flag, paths in users.items() if len(paths) > 1} - PER_COMMAND_FLAGS
+    assert {"--model", "--threads", "--n-ctx", "--field", "--no-cache", "--progress"} <= shared
+    for path, command in commands():
+        for option in options_of(command):
+            if shared & set(option.opts):
+                assert isinstance(option, SharedOption), (
+                    f"`anvil {' '.join(path)}` declares {option.opts} itself: "
+                    "use the declaration in anvil_local/cli/options.py"
+                )
+
+
+def test_only_options_py_makes_shared_options():
+    package = ROOT / "anvil_local" / "cli"
+    for path in package.glob("*.py"):
+        if path.name != "options.py":
+            assert "SharedOption" not in path.read_text(), path
+            assert "_declare(" not in path.read_text(), path
+
+
+def test_the_commands_that_load_a_judge_take_the_same_load_options():
+    wanted = ("--model", "--n-ctx", "--threads", "--n-gpu-layers", "--batch-size")
+    seen = {}
+    for name in ("eval", "explain", "steps"):
+        by_flag = {o.opts[0]: o.to_info_dict() for o in options_of(main.commands[name])}
+        seen[name] = [by_flag[flag] for flag in wanted]
+    assert seen["eval"] == seen["explain"] == seen["steps"]
+    bench = {o.opts[0]: o.to_info_dict() for o in options_of(main.commands["bench"])}
+    assert bench["--threads"] == seen["eval"][2]
+
+
+@pytest.mark.parametrize("command", ["eval", "explain", "steps", "bench", "doctor"])
+def test_model_help_names_the_default_a_run_really_gets(command):
+    (model,) = [o for o in options_of(main.commands[command]) if "--model" in o.opts]
+    # models.resolve: ANVIL_MODEL, else the host's tuned file (models.tuning.default_judge),
+    # tuned by the first run that needs it; the doctor resolves with tune=False
+    assert "$ANVIL_MODEL, else the file `anvil models tune` chose for this host" in model.help
+    if command == "doctor":
+        assert "the doctor never tunes" in model.help
+    else:
+        assert "the first run without --model tunes" in model.help

@@ -19,8 +19,8 @@ from anvil_local.metrics.dag import (
     DeepAcyclicGraph,
     VerdictNode,
 )
-from anvil_local.registry import metric_from_dict
-from anvil_local.spec import load_metric
+from anvil_local.registry import register_check
+from anvil_local.spec import load_metric, metric_from_dict
 from tests.fakes import FakeJudge
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,7 +82,7 @@ def registered_check_value(text, source=None, *, word):
     return float(text.count(word))
 
 
-checks.register_check("count_word")(registered_check_value)
+register_check("count_word")(registered_check_value)
 
 
 def mixed_dag() -> DAGMetric:

@@ -10,9 +10,8 @@ import pytest
 from anvil_local import GEval, LLMTestCase, evaluate, geval_panel, load_metrics
 from anvil_local.cache import digest
 from anvil_local.errors import MetricDefinitionError
-from anvil_local.registry import metric_from_dict
 from anvil_local.run.schedule import pair_order
-from anvil_local.spec import MetricFileError, load_metric
+from anvil_local.spec import MetricFileError, load_metric, metric_from_dict
 from tests.fakes import FakeJudge
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -200,21 +199,18 @@ def test_a_suite_entry_can_pick_one_member_of_a_panel(tmp_path):
 
 
 def test_fitting_a_calibration_into_a_panel_file_is_refused(tmp_path):
-    from anvil_local.bench.cli import run_bench
+    from anvil_local.bench.request import BenchRequest, run_bench
     from anvil_local.errors import DataError
 
     with pytest.raises(DataError, match="is a G-Eval panel"):
         run_bench(
-            suite=None,
-            data_file=ROOT / "examples" / "summeval_sample.jsonl",
-            label="labels.coherence",
-            metric_files=(PANEL_FILE,),
-            models=(),
-            limit=None,
-            docs=None,
-            report_dir=None,
-            use_cache=False,
-            fit_calibration=True,
+            BenchRequest(
+                data_file=ROOT / "examples" / "summeval_sample.jsonl",
+                label="labels.coherence",
+                metric_files=(PANEL_FILE,),
+                use_cache=False,
+                fit_calibration=True,
+            )
         )
 
 

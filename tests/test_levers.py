@@ -24,9 +24,8 @@ from anvil_local.metrics.calibration import (
 from anvil_local.metrics.dag import BinaryJudgementNode, DAGMetric, DeepAcyclicGraph, VerdictNode
 from anvil_local.metrics.geval import GEval
 from anvil_local.metrics.result import MetricResult
-from anvil_local.registry import metric_definition, metric_from_dict
 from anvil_local.run.evaluate import evaluate
-from anvil_local.spec import load_metric
+from anvil_local.spec import load_metric, metric_definition, metric_from_dict
 from anvil_local.spec.files import MetricFileError, write_calibration
 from tests.fakes import FakeJudge
 

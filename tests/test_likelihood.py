@@ -8,7 +8,7 @@ import pytest
 from anvil_local import LLMTestCase
 from anvil_local.errors import MetricDefinitionError
 from anvil_local.metrics.likelihood import LikelihoodMetric
-from anvil_local.registry import metric_from_dict
+from anvil_local.spec import metric_from_dict
 from tests.fakes import FakeJudge
 
 CASE = LLMTestCase(input="The bridge closes Monday.", actual_output="Bridge shut Monday", id="b")

@@ -202,14 +202,23 @@ def test_readme_test_command_is_what_ci_runs():
     assert commands[0] in (ROOT / ".ci" / "run").read_text()
 
 
-def test_readme_python_snippet_runs(real_data_dir: Path, monkeypatch, capsys):
+def test_readme_python_snippets_run(real_data_dir: Path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
-    (snippet,) = _readme_blocks("python")
-    exec(compile(snippet, "README.md", "exec"), {})
+    geval, dag = _readme_blocks("python")  # the G-Eval tour, then the DAG one
+    exec(compile(geval, "README.md", "exec"), {})
     out = capsys.readouterr().out
     score = float(out.splitlines()[0].split()[1])
     assert 0 < score < 1 and score not in (0.25, 0.5, 0.75)  # weighted, not an integer score
     assert "'1':" in out and "'5':" in out
+    exec(compile(dag, "README.md", "exec"), {})
+    out = capsys.readouterr().out  # verbose_mode's report
+    found = re.search(r"^Summary headings: score (\d\.\d{3}) ", out, re.MULTILINE)
+    assert found is not None and 0 <= float(found.group(1)) <= 1, out
+    assert "Do the summary headings include all three" in out  # the walk reached it
+    # both answers of the yes/no node listed with their probabilities, one starred
+    answers = re.findall(r"^ +(\*)? (Yes|No) +(0\.\d{3}|1\.000)", out, re.MULTILINE)
+    assert sorted(a for _, a, _ in answers[:2]) == ["No", "Yes"]
+    assert [star for star, _, _ in answers[:2]].count("*") == 1
 
 
 def test_readme_anvil_commands_run(real_data_dir: Path, tmp_path: Path, monkeypatch):

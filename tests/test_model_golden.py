@@ -1,12 +1,18 @@
 """Golden numbers: the default model's option distributions and verdicts on a few fixed cases.
 
 A change that moves these numbers (a prompt, a template, the runtime) fails here until the
-golden file and the cache version are updated together, so a stale cache can never serve
-results the code would no longer give. Distributions may differ slightly between CPU
-instruction sets (AVX2, AVX-512 kernels round differently): each probability is held to
-TOLERANCE; verdicts are exact.
+golden files and the cache version are updated together, so a stale cache can never serve
+results the code would no longer give.
 
-Regenerate after a deliberate change (and bump CACHE_VERSION in anvil_local/cache.py):
+llama.cpp's AVX2 and AVX-512 kernels round differently: the same build of the same model gave
+probabilities up to 0.051 apart (no verdict moved), while hosts of one kernel family agreed
+bit for bit. So there is a golden file per family (`golden/<model>.<family>.json`), each held
+to TOLERANCE; a host of a family with no file of its own is held to every file with
+CROSS_FAMILY_TOLERANCE. Verdicts are exact either way.
+
+Regenerate after a deliberate change (and bump CACHE_VERSION in anvil_local/cache.py), on a
+host of each family (an AVX2 build on any x86-64 host:
+CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX512=OFF"):
     python tests/test_model_golden.py --update
 """
 
@@ -18,11 +24,20 @@ from pathlib import Path
 
 import pytest
 
+from anvil_local.judge.native import kernel_family
 from anvil_local.models.resolve import resolve_model
 
 ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = Path(__file__).resolve().parent / "golden" / "smollm2-135m-instruct.json"
-TOLERANCE = 0.01  # absolute, per probability
+GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
+MODEL = "smollm2-135m-instruct"
+TOLERANCE = 0.01  # absolute, per probability, within a kernel family
+CROSS_FAMILY_TOLERANCE = 0.08  # between families (0.051 measured, AVX2 against AVX-512)
+
+
+def golden_files() -> dict[str, Path]:
+    """The golden file of each kernel family, by family."""
+    return {p.suffixes[-2].lstrip("."): p for p in sorted(GOLDEN_DIR.glob(f"{MODEL}.*.json"))}
+
 
 QUESTION_BLOCKS = (
     "Input:\nThe council approved the new bus lane on Main Street after a two-hour debate.\n\n",
@@ -71,21 +86,41 @@ def compute(judge) -> dict:
 def test_the_default_model_gives_the_golden_numbers(judge):
     from anvil_local.cache import CACHE_VERSION
 
-    golden = json.loads(GOLDEN.read_text())
-    assert golden["cache_version"] == CACHE_VERSION, (
-        "CACHE_VERSION changed: regenerate the golden file with the new numbers"
-    )
+    files = golden_files()
+    assert {"avx2", "avx512"} <= set(files), files
+    family = kernel_family()
+    held = {family: files[family]} if family in files else files
+    tolerance = TOLERANCE if family in files else CROSS_FAMILY_TOLERANCE
     now = compute(judge)
+    for name, path in held.items():
+        golden = json.loads(path.read_text())
+        assert golden["cache_version"] == CACHE_VERSION, (
+            f"CACHE_VERSION changed: regenerate {path.name} with the new numbers"
+        )
+        compare(now, golden, tolerance, f"{family} host against the {name} file")
+
+
+def test_the_families_agree_on_every_verdict_and_within_the_cross_family_tolerance():
+    """The files themselves: the same keys and verdicts, the numbers within what a host of
+    an unknown family is held to (so that bound is measured, not guessed)."""
+    files = [json.loads(p.read_text()) for p in golden_files().values()]
+    assert len(files) >= 2
+    for other in files[1:]:
+        assert other["cache_version"] == files[0]["cache_version"]
+        compare(other, files[0], CROSS_FAMILY_TOLERANCE, "two kernel families")
+
+
+def compare(now: dict, golden: dict, tolerance: float, what: str) -> None:
     for section in ("choices", "metrics"):
-        assert set(now[section]) == set(golden[section])
+        assert set(now[section]) == set(golden[section]), what
         for key, want in golden[section].items():
             got = now[section][key]
-            assert got["verdict"] == want["verdict"], key
-            assert list(got["distribution"]) == list(want["distribution"]), key
+            assert got["verdict"] == want["verdict"], f"{what}: {key}"
+            assert list(got["distribution"]) == list(want["distribution"]), f"{what}: {key}"
             for option, p in want["distribution"].items():
-                assert got["distribution"][option] == pytest.approx(p, abs=TOLERANCE), (
-                    f"{key} {option}: the numbers moved; if on purpose, bump CACHE_VERSION "
-                    "and regenerate the golden file"
+                assert got["distribution"][option] == pytest.approx(p, abs=tolerance), (
+                    f"{what}: {key} {option}: the numbers moved; if on purpose, bump "
+                    "CACHE_VERSION and regenerate the golden files"
                 )
 
 
@@ -94,9 +129,10 @@ def _update() -> None:
     from anvil_local.models.store import ensure_model
 
     numbers = compute(Judge.load(resolve_model(ensure_model())))
-    GOLDEN.parent.mkdir(exist_ok=True)
-    GOLDEN.write_text(json.dumps(numbers, indent=2, sort_keys=False) + "\n")
-    print(f"wrote {GOLDEN}")
+    path = GOLDEN_DIR / f"{MODEL}.{kernel_family()}.json"
+    GOLDEN_DIR.mkdir(exist_ok=True)
+    path.write_text(json.dumps(numbers, indent=2, sort_keys=False) + "\n")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

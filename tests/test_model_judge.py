@@ -36,8 +36,14 @@ def test_score_distribution_covers_the_range_and_reaches_ten(judge: Judge):
     assert 0 <= result.weighted <= 10
 
 
+#: A question SmolLM2 answers "None" with a wide margin (0.72 against 0.28 on the
+#: development host): "Reply with the single word None." alone gave 0.55 against 0.45, which
+#: another host's CPU kernels turned into "No".
+NONE_QUESTION = "Which word is the opposite of 'all': None or No? Reply with the word None."
+
+
 def test_no_and_none_are_both_reachable(judge: Judge):
-    none = judge.choose(Prompt(BLOCKS, "Reply with the single word None."), ["No", "None"])
+    none = judge.choose(Prompt(BLOCKS, NONE_QUESTION), ["No", "None"])
     no = judge.choose(Prompt(BLOCKS, "Reply with the single word No."), ["No", "None"])
     assert none.choice == "None" and no.choice == "No"
     assert none.probabilities[0] > 0 and no.probabilities[1] > 0
@@ -100,7 +106,7 @@ def test_generate_is_bounded_and_a_grammar_forces_valid_json(judge: Judge):
 
 
 def test_grammar_constrained_decode_answers_one_of_the_options(judge: Judge):
-    prompt = Prompt(BLOCKS, "Reply with the single word None.")
+    prompt = Prompt(BLOCKS, NONE_QUESTION)
     assert judge.decode_choice(prompt, ["No", "None"]) == "None"  # a prefix option stays reachable
     for question in ("Is it faithful?", "Is it long?"):
         decoded = judge.decode_choice(Prompt(BLOCKS, question), ["Yes", "Partly", "No"])

@@ -14,7 +14,7 @@ from anvil_local.cli import main
 from anvil_local.errors import DataError
 from anvil_local.metrics.dag import BinaryJudgementNode, DeepAcyclicGraph, VerdictNode
 from anvil_local.metrics.dag.trace import ChoiceStep, DagTrace
-from anvil_local.registry import metric_from_dict, metric_from_wire, metric_to_wire
+from anvil_local.metrics.definitions import metric_from_dict, metric_from_wire, metric_to_wire
 from anvil_local.run.dataset import rows_from_cases
 from anvil_local.run.merge import merge_results
 from anvil_local.run.plan import Shard
@@ -60,9 +60,9 @@ def without_timing(line: dict) -> dict:
 
 
 def test_built_in_and_imported_kinds_are_registered():
-    kinds = registry.metric_kinds()
+    kinds = registry.METRIC_KINDS.entries()
     assert {"geval", "dag"} <= set(kinds) and kinds["keyword"] is KeywordMetric
-    assert list(registry.node_kinds())[:3] == ["task", "binary", "non_binary"]
+    assert list(registry.NODE_KINDS)[:3] == ["task", "binary", "non_binary"]
 
 
 def test_a_registered_kind_loads_from_a_metric_file(tmp_path: Path):
@@ -81,10 +81,10 @@ def test_entry_points_register_third_party_kinds(monkeypatch: pytest.MonkeyPatch
     calls = []
     entry = EntryPoint("kw", "tests.plugin_metric", registry.ENTRY_POINT_GROUP)
     hook = EntryPoint("hook", "tests.test_pipeline:_plugin_hook", registry.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(registry, "_loaded", False)
+    monkeypatch.setattr(registry.METRIC_KINDS, "_loaded", False)
     monkeypatch.setattr(registry, "entry_points", lambda group: [entry, hook])
     monkeypatch.setattr("tests.test_pipeline._HOOK_CALLS", calls)
-    assert "keyword" in registry.metric_kinds()
+    assert "keyword" in registry.METRIC_KINDS
     assert calls == ["called"]
 
 
@@ -97,10 +97,10 @@ def _plugin_hook() -> None:
 
 def test_a_broken_plugin_is_a_warning_not_a_failure(monkeypatch, caplog):
     broken = EntryPoint("bad", "no_such_module_xyz", registry.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(registry, "_loaded", False)
+    monkeypatch.setattr(registry.METRIC_KINDS, "_loaded", False)
     monkeypatch.setattr(registry, "entry_points", lambda group: [broken])
-    assert "geval" in registry.metric_kinds()
-    assert "metric plugin bad could not be loaded" in caplog.text
+    assert "geval" in registry.METRIC_KINDS
+    assert "plugin bad (anvil_local.metrics) could not be loaded" in caplog.text
 
 
 def test_metrics_travel_to_workers_as_data_and_come_back_equal():

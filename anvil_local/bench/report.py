@@ -13,6 +13,7 @@ from anvil_local.bench.calibrate import markdown as calibration_markdown
 from anvil_local.bench.reference import published
 from anvil_local.bench.run import BenchResult, MetricOutcome
 from anvil_local.bench.stats import Estimate
+from anvil_local.errors import io_error
 
 
 def _fmt(est: object) -> str:
@@ -309,13 +310,22 @@ def html_report(result: BenchResult) -> str:
 
 
 def write_report(result: BenchResult, folder: Path) -> dict[str, Path]:
-    folder.mkdir(parents=True, exist_ok=True)
+    """bench.json, bench.md and report.html in `folder`; an OS error (a full disk) is one
+    line naming the file."""
     paths = {
         "json": folder / "bench.json",
         "markdown": folder / "bench.md",
         "html": folder / "report.html",
     }
-    write_json(result, paths["json"])
-    paths["markdown"].write_text(markdown(result))
-    paths["html"].write_text(html_report(result), encoding="utf-8")
+    target = folder
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        target = paths["json"]
+        write_json(result, paths["json"])
+        target = paths["markdown"]
+        paths["markdown"].write_text(markdown(result), encoding="utf-8")
+        target = paths["html"]
+        paths["html"].write_text(html_report(result), encoding="utf-8")
+    except OSError as exc:
+        raise io_error(target, exc) from exc
     return paths

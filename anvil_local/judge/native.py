@@ -278,6 +278,22 @@ def compiled_features(system_info: str) -> list[str]:
     return found
 
 
+def kernel_family(system_info: str | None = None) -> str:
+    """The widest vector kernels llama.cpp runs here ("avx512", "avx2", "neon", else
+    "other"): hosts of one family give the same logits bit for bit, and two families round
+    differently (the default judge's probabilities moved by up to 0.05 between an AVX2 and
+    an AVX-512 build of the same llama.cpp)."""
+    if system_info is None:
+        import llama_cpp
+
+        system_info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
+    features = set(compiled_features(system_info))
+    for family, feature in (("avx512", "AVX512"), ("avx2", "AVX2"), ("neon", "NEON")):
+        if feature in features:
+            return family
+    return "other"
+
+
 #: llama.cpp's feature names -> the /proc/cpuinfo flag that must be present to run them.
 FEATURE_FLAGS = {
     "SSE3": "pni",

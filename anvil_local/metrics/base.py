@@ -1,16 +1,20 @@
 """What every metric shares: DeepEval-style attributes set by `measure`, and a typed result.
 
-A metric kind is a BaseMetric subclass with a `kind` name, `to_dict`/`from_dict` and `run`;
-registering it (`anvil_local.registry.register_metric`) makes metric files, workers and
-every executor able to rebuild it from its dict.
+A metric kind is a BaseMetric subclass with a `kind` name, `to_dict` and `run`; its dict's
+keys are its constructor's arguments, so `from_dict` is inherited. Registering it
+(`anvil_local.registry.register_metric`) makes metric files, workers and every executor able
+to rebuild it from its dict.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from anvil_local.errors import MetricDefinitionError
@@ -26,20 +30,52 @@ REASON_MAX_TOKENS = 80
 
 
 def check_name(name: Any) -> str:
+    """A metric's name: non-empty, one line (it heads a results line, a summary row and a
+    JUnit test case)."""
     if not isinstance(name, str) or not name.strip():
         raise MetricDefinitionError("a metric needs a non-empty 'name'")
+    if any(not ch.isprintable() for ch in name):
+        raise MetricDefinitionError(f"a metric's name is one line of printable text, got {name!r}")
     return name
 
 
-def definition_kwargs(data: dict[str, Any], known: set[str], what: str) -> dict[str, Any]:
-    """The keyword arguments a metric dict gives (`type` aside): unknown keys and a missing
-    name are definition errors naming the kind (`what`)."""
-    unknown = sorted(set(data) - known - {"type"})
+@dataclass(frozen=True)
+class DefinitionFields:
+    """The keys a kind's dict may hold and those it must hold, read once from the
+    signature of its constructor."""
+
+    accepted: frozenset[str]
+    required: tuple[str, ...]  # in signature order
+
+
+@functools.cache
+def definition_fields(cls: type[BaseMetric]) -> DefinitionFields:
+    """A metric kind's definition keys: its constructor's keyword arguments, less those that
+    say how it runs rather than what it judges (`run_arguments`)."""
+    accepted: list[str] = []
+    required: list[str] = []
+    for name, param in inspect.signature(cls.__init__).parameters.items():
+        if name == "self" or name in cls.run_arguments:
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        accepted.append(name)
+        if param.default is param.empty:
+            required.append(name)
+    return DefinitionFields(frozenset(accepted), tuple(required))
+
+
+def definition_kwargs(data: dict[str, Any], cls: type[BaseMetric]) -> dict[str, Any]:
+    """The keyword arguments a metric dict gives (`type` aside): unknown keys and missing
+    required ones are definition errors naming the kind."""
+    fields = definition_fields(cls)
+    unknown = sorted(set(data) - fields.accepted - {"type"})
     if unknown:
-        raise MetricDefinitionError(f"unknown {what} field(s): {', '.join(unknown)}")
-    if "name" not in data:
-        raise MetricDefinitionError(f"a {what} needs a 'name'")
-    return {k: v for k, v in data.items() if k in known}
+        raise MetricDefinitionError(f"unknown {cls.title} field(s): {', '.join(unknown)}")
+    for key in fields.required:
+        if key not in data:
+            raise MetricDefinitionError(f"a {cls.title} needs a {key!r}")
+    return {k: v for k, v in data.items() if k in fields.accepted}
 
 
 def check_threshold(threshold: float) -> float:
@@ -54,6 +90,10 @@ class BaseMetric(ABC):
     """A metric: `measure(case)` sets and returns `score`, and sets `success`, `reason`."""
 
     kind: ClassVar[str] = ""  # the `type` of its dict; set by each registered kind
+    title: ClassVar[str] = "metric"  # how definition errors name the kind
+    #: Constructor arguments that say how the metric runs, not what it judges: never part
+    #: of its dict (or its cache key). The other arguments are its definition's keys.
+    run_arguments: ClassVar[frozenset[str]] = frozenset({"model", "verbose_mode"})
     name: str
     threshold: float
     include_reason: bool = False  # defaults a kind without reasons or a model need not set
@@ -97,9 +137,10 @@ class BaseMetric(ABC):
         with `"type": kind`."""
 
     @classmethod
-    @abstractmethod
     def from_dict(cls, data: dict[str, Any]) -> BaseMetric:
-        """The metric a `to_dict()` describes (workers and metric files use this)."""
+        """The metric a `to_dict()` describes (workers and metric files use this): its keys
+        are the constructor's arguments (see `definition_fields`)."""
+        return cls(**definition_kwargs(data, cls))
 
     @abstractmethod
     def required_params(self) -> list[Any]:
@@ -108,7 +149,7 @@ class BaseMetric(ABC):
     def measure(self, test_case: LLMTestCase, judge: Any = None) -> float:
         """DeepEval's entry point: judge the case, set score/success/reason, return the score.
         `judge` is a session, a Judge, or a model name/path (default: the metric's `model`,
-        else the catalogue default)."""
+        else $ANVIL_MODEL, else this host's tuned default judge)."""
         session = as_session(judge, self.model)
         result = self.run(test_case, session)
         if self.calibration is not None:

@@ -17,9 +17,8 @@ from anvil_local.metrics.base import (
     MetricResult,
     check_name,
     check_threshold,
-    definition_kwargs,
 )
-from anvil_local.metrics.checks import get_check, run_check
+from anvil_local.metrics.checks import run_check, validate_check
 from anvil_local.metrics.dag.code import _field_text
 from anvil_local.metrics.result import Trace
 from anvil_local.registry import register_metric
@@ -40,6 +39,8 @@ class CodeTrace(Trace):
 
 @register_metric("check")
 class CodeMetric(BaseMetric):
+    title = "check metric"
+
     def __init__(
         self,
         name: str,
@@ -50,7 +51,9 @@ class CodeMetric(BaseMetric):
         threshold: float = 0.5,
     ) -> None:
         check_name(name)
-        get_check(check)
+        if args is not None and not isinstance(args, dict):
+            raise MetricDefinitionError("'args' must be a table of the check's arguments")
+        validate_check(check, dict(args or {}))
         self.name = name
         self.check = check
         self.field = as_param(field)
@@ -71,14 +74,6 @@ class CodeMetric(BaseMetric):
             data["args"] = self.args
         data["threshold"] = self.threshold
         return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CodeMetric:
-        known = {"name", "check", "field", "source", "args", "threshold"}
-        kwargs = definition_kwargs(data, known, "check metric")
-        if "check" not in kwargs:
-            raise MetricDefinitionError("a check metric needs a 'check'")
-        return cls(**kwargs)
 
     def required_params(self) -> list[SingleTurnParams]:
         return [self.field, *([self.source] if self.source else [])]

@@ -34,7 +34,6 @@ from anvil_local.metrics.base import (
     MetricResult,
     check_name,
     check_threshold,
-    definition_kwargs,
 )
 from anvil_local.metrics.content_words import content_token_mask
 from anvil_local.metrics.layout import case_blocks
@@ -89,6 +88,8 @@ class LikelihoodTrace(Trace):
 
 @register_metric("likelihood")
 class LikelihoodMetric(BaseMetric):
+    title = "likelihood metric"
+
     def __init__(
         self,
         name: str,
@@ -132,20 +133,6 @@ class LikelihoodMetric(BaseMetric):
         if self.content_only:  # written only when set: older definitions keep their cache keys
             data["content_only"] = True
         return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LikelihoodMetric:
-        known = {
-            "name",
-            "task",
-            "evaluation_params",
-            "target",
-            "normalise",
-            "contrast",
-            "content_only",
-            "threshold",
-        }
-        return cls(**definition_kwargs(data, known, "likelihood metric"))
 
     def required_params(self) -> list[SingleTurnParams]:
         return [*self.evaluation_params, self.target]

@@ -55,6 +55,7 @@ def parse_field_map(items: Iterable[str]) -> dict[str, str]:
 def case_from_row(row: dict[str, Any], mapping: dict[str, str], where: str) -> LLMTestCase:
     if not isinstance(row, dict):
         raise DataError(f"{where}: a test case must be a JSON object")
+    _check_unicode(row, where)
     used_columns = set()
     kwargs: dict[str, Any] = {}
     for name in _CASE_FIELDS:
@@ -66,6 +67,10 @@ def case_from_row(row: dict[str, Any], mapping: dict[str, str], where: str) -> L
     if extra:
         kwargs["metadata"] = {**extra, **(kwargs.get("metadata") or {})}
     if "id" in kwargs:
+        if not isinstance(kwargs["id"], str | int) or isinstance(kwargs["id"], bool):
+            raise DataError(
+                f"{where}: id must be a string or a whole number, got {type(kwargs['id']).__name__}"
+            )
         kwargs["id"] = str(kwargs["id"])
     if isinstance(kwargs.get("tags"), str):
         kwargs["tags"] = [kwargs["tags"]]
@@ -73,6 +78,16 @@ def case_from_row(row: dict[str, Any], mapping: dict[str, str], where: str) -> L
         return LLMTestCase(**kwargs)
     except DataError as exc:
         raise DataError(f"{where}: {exc}") from exc
+
+
+def _check_unicode(row: dict[str, Any], where: str) -> None:
+    """JSON may spell a lone UTF-16 surrogate ("\\ud800"), which is no Unicode text: it
+    could be neither tokenized nor written to a results file."""
+    try:
+        json.dumps(row, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end].encode("unicode_escape").decode("ascii")
+        raise DataError(f"{where}: holds a lone surrogate ({bad}), not Unicode text") from None
 
 
 def _rows(path: Path) -> Iterable[tuple[int, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from anvil_local.errors import io_error
 from anvil_local.run.records import ResultLine
 
 
@@ -41,4 +42,7 @@ def junit_xml(lines: list[ResultLine], suite: str = "anvil-local") -> bytes:
 
 
 def write_junit(path: str | Path, lines: list[ResultLine]) -> None:
-    Path(path).write_bytes(junit_xml(lines))
+    try:
+        Path(path).write_bytes(junit_xml(lines))
+    except OSError as exc:
+        raise io_error(path, exc) from exc

@@ -8,19 +8,26 @@ lines for one pair. One process writes a results file at a time (a lock beside i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from anvil_local.errors import DataError
+from anvil_local.errors import DataError, io_error
 
 
-def check_writable(path: str | Path, option: str) -> None:
-    """Fail before any work if an output file cannot be written where it is asked for."""
+def check_writable(path: str | Path, option: str, regular: bool = False) -> None:
+    """Fail before any work if an output file cannot be written where it is asked for;
+    `regular`: it must be a regular file (a results file is read back to resume: a device
+    such as /dev/full or /dev/zero never ends)."""
     path = Path(path)
     if path.is_dir():
         raise DataError(f"{option} {path}: is a directory")
+    if regular and path.exists() and not path.is_file():
+        raise DataError(
+            f"{option} {path}: not a regular file (a results file is read back to resume)"
+        )
     existing = path.parent
     while not existing.exists():
         existing = existing.parent
@@ -38,6 +45,8 @@ class ResultWriter:
 
     def lock(self) -> None:
         """Refuse a second process on the same file (until this writer closes)."""
+        if self.path.exists() and not self.path.is_file():
+            raise DataError(f"{self.path}: not a regular file (a results file is read back)")
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not on POSIX: no lock
@@ -47,7 +56,7 @@ class ResultWriter:
             lock_path.parent.mkdir(parents=True, exist_ok=True)
             handle = lock_path.open("a+", encoding="utf-8")
         except OSError as exc:
-            raise DataError(f"{self.path}: cannot write: {exc.strerror}") from exc
+            raise io_error(self.path, exc) from exc
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -58,10 +67,14 @@ class ResultWriter:
                 f"{self.path} is being written by another anvil eval (pid {holder}); "
                 "wait for it to finish or use another --out"
             ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(str(os.getpid()))
+            handle.flush()
+        except OSError as exc:
+            handle.close()
+            raise io_error(lock_path, exc) from exc
         self._lock = handle
 
     def drop(self, pairs: set[tuple[str, str]]) -> None:
@@ -69,24 +82,31 @@ class ResultWriter:
         if not pairs or not self.path.exists():
             return
         kept = []
-        for number, chunk in enumerate(self.path.read_bytes().split(b"\n"), 1):
+        for number, chunk in enumerate(self._read().split(b"\n"), 1):
             if not chunk.strip():
                 continue
             item = self._parse(chunk, number)
             if (str(item["case_id"]), item["metric"]) not in pairs:
                 kept.append(chunk + b"\n")
         tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
-        tmp.write_bytes(b"".join(kept))
-        os.replace(tmp, self.path)
+        try:
+            tmp.write_bytes(b"".join(kept))
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)  # the results file itself is untouched
+            raise io_error(self.path, exc) from exc
+
+    def _read(self) -> bytes:
+        try:
+            return self.path.read_bytes()
+        except OSError as exc:
+            raise io_error(self.path, exc, "cannot read") from exc
 
     def existing(self) -> list[dict[str, Any]]:
         """Lines already written; a torn final line (killed mid-write) is truncated away."""
         if not self.path.exists():
             return []
-        try:
-            raw = self.path.read_bytes()
-        except OSError as exc:
-            raise DataError(f"{self.path}: cannot read: {exc.strerror}") from exc
+        raw = self._read()
         complete, newline, torn = raw.rpartition(b"\n")
         lines = [
             self._parse(chunk, number)
@@ -95,12 +115,15 @@ class ResultWriter:
         ]
         if torn.strip():
             try:
-                lines.append(self._parse(torn, complete.count(b"\n") + 2))
-                with self.path.open("ab") as handle:  # whole line, newline missing
-                    handle.write(b"\n")
-            except DataError:
-                with self.path.open("r+b") as handle:  # torn line: drop it
-                    handle.truncate(len(complete) + len(newline))
+                try:
+                    lines.append(self._parse(torn, complete.count(b"\n") + 2))
+                    with self.path.open("ab") as handle:  # whole line, newline missing
+                        handle.write(b"\n")
+                except DataError:
+                    with self.path.open("r+b") as handle:  # torn line: drop it
+                        handle.truncate(len(complete) + len(newline))
+            except OSError as exc:
+                raise io_error(self.path, exc) from exc
         return lines
 
     def _parse(self, chunk: bytes, number: int) -> dict[str, Any]:
@@ -121,19 +144,39 @@ class ResultWriter:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._handle = self.path.open("a", encoding="utf-8")
             except OSError as exc:
-                raise DataError(f"{self.path}: cannot write: {exc.strerror}") from exc
+                raise io_error(self.path, exc) from exc
 
     def write(self, line: dict[str, Any]) -> None:
+        """Append one line, on disk before this returns. A failed write (a full disk) may
+        leave part of the line: the next run's `existing` cuts it off, so every complete
+        line before it stays readable and the run resumes from there."""
         self.create()
         assert self._handle is not None
-        self._handle.write(json.dumps(line, ensure_ascii=False) + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        try:
+            self._handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+        except OSError as exc:
+            self._abandon()
+            raise io_error(self.path, exc) from exc
+
+    def _abandon(self) -> None:
+        """Drop a handle whose buffer could not be written (closing it would try again)."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                handle.close()
 
     def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
-        if self._lock is not None:
-            self._lock.close()  # closing the file releases the lock
-            self._lock = None
+        """Close the file, then release the lock (even when closing fails)."""
+        try:
+            if self._handle is not None:
+                handle, self._handle = self._handle, None
+                try:
+                    handle.close()
+                except OSError as exc:
+                    raise io_error(self.path, exc) from exc
+        finally:
+            if self._lock is not None:
+                self._lock.close()  # closing the file releases the lock
+                self._lock = None

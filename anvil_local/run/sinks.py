@@ -8,7 +8,9 @@ line to every sink; none of them judges. Subclass `BaseSink` for a sink of your 
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,19 +117,94 @@ class CacheSink(BaseSink):
 
 
 class ProgressSink(BaseSink):
-    """Calls `on_line(line, done, total)` for each line (progress bars, stdout streaming)."""
+    """How far the run is, as lines arrive: the one progress reporter, which the CLI and
+    library callers configure rather than re-implement.
 
-    def __init__(self, on_line: OnLine) -> None:
+    `on_line(line, done, total)` is called for each line. `results` receives each line as
+    JSON (the CLI's stdout when there is no results file). `stream` shows progress: with
+    `bar`, one bar redrawn in place (a terminal); without, a line at the first result, every
+    `every` seconds, and at the last (logs). Counts and rate start again with each run, so
+    one sink can follow several runs (a bench of several models)."""
+
+    def __init__(
+        self,
+        on_line: OnLine | None = None,
+        *,
+        stream: TextIO | None = None,
+        bar: bool = False,
+        results: TextIO | None = None,
+        label: str = "judging",
+        every: float = 10.0,
+    ) -> None:
         self.on_line = on_line
+        self.stream = stream
+        self.bar = bar
+        self.results = results
+        self.label = label
+        self.every = every
         self.total = 0
         self.done = 0
+        self.started = time.monotonic()
+        self.last_shown = 0.0
+        self.drawn = 0  # characters of the bar now on screen (0: none)
 
     def start(self, plan: Plan) -> None:
         self.total = plan.total
+        self.done = 0
+        self.started = time.monotonic()
+        self.last_shown = 0.0
 
     def accept(self, item: Judged) -> None:
         self.done += 1
-        self.on_line(item.line, self.done, self.total)
+        if self.results is not None:
+            self.results.write(json.dumps(item.line.to_dict(), ensure_ascii=False) + "\n")
+            self.results.flush()
+        if self.on_line is not None:
+            self.on_line(item.line, self.done, self.total)
+        if self.stream is not None:
+            if self.bar:
+                self._draw_bar(self.stream)
+            else:
+                self._write_line(self.stream)
+
+    def finish(self, outcome: EvaluationResult) -> None:
+        """End the bar's line, so that what follows (the summary) starts on its own."""
+        if self.drawn and self.stream is not None:
+            self.stream.write("\n")
+            self.stream.flush()
+        self.drawn = 0
+
+    def _rate(self) -> tuple[int, float, float]:
+        """(total, seconds per result, seconds left), the total never below what is done."""
+        total = max(self.total, self.done)
+        rate = (time.monotonic() - self.started) / self.done
+        return total, rate, rate * (total - self.done)
+
+    def _write_line(self, stream: TextIO) -> None:
+        now = time.monotonic()
+        total = max(self.total, self.done)
+        if self.done not in (1, total) and now - self.last_shown < self.every:
+            return
+        self.last_shown = now
+        total, rate, left = self._rate()
+        stream.write(
+            f"{self.label} {self.done}/{total} ({self.done / total:.0%}), {rate:.2f} s/result, "
+            f"about {left:.0f} s left\n"
+        )
+        stream.flush()
+
+    def _draw_bar(self, stream: TextIO, width: int = 24) -> None:
+        total, rate, left = self._rate()
+        filled = int(width * self.done / total)
+        parts = [f"{self.done}/{total}"]
+        if self.done < total:
+            minutes, seconds = divmod(int(left), 60)
+            parts.append(f"{minutes // 60:02}:{minutes % 60:02}:{seconds:02}")
+        parts.append(f"{rate:.2f} s/result")
+        text = f"{self.label}  [{'#' * filled}{'-' * (width - filled)}]  {'  '.join(parts)}"
+        stream.write("\r" + text.ljust(self.drawn))
+        stream.flush()
+        self.drawn = len(text)
 
 
 class JUnitSink(BaseSink):

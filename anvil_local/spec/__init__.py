@@ -5,7 +5,15 @@ from anvil_local.spec.files import (
     dump_metric,
     load_metric,
     load_metrics,
+    metric_definition,
     metric_from_dict,
 )
 
-__all__ = ["MetricFileError", "dump_metric", "load_metric", "load_metrics", "metric_from_dict"]
+__all__ = [
+    "MetricFileError",
+    "dump_metric",
+    "load_metric",
+    "load_metrics",
+    "metric_definition",
+    "metric_from_dict",
+]

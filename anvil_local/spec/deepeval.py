@@ -13,9 +13,9 @@ import json
 import uuid
 from typing import Any
 
-from anvil_local import registry
 from anvil_local.errors import MetricDefinitionError
 from anvil_local.metrics.dag.metric import DAGMetric
+from anvil_local.registry import NODE_KINDS
 
 _TYPES = {
     "TaskNode": "task",
@@ -234,9 +234,8 @@ def to_deepeval(metric: dict[str, Any], *, wrapper: bool = False) -> dict[str, A
     name: str = canonical["name"]
     nodes: dict[str, dict[str, Any]] = canonical["nodes"]
     out: dict[str, dict[str, Any]] = {}
-    node_kinds = registry.node_kinds()
     for our_id, spec in nodes.items():
-        if spec["type"] in node_kinds and spec["type"] not in _KINDS:
+        if spec["type"] in NODE_KINDS and spec["type"] not in _KINDS:
             raise MetricDefinitionError(
                 f"node {our_id!r} is a {spec['type']!r} node, which DeepEval's DAG JSON has no "
                 "type for (only task, binary and non_binary nodes export)"

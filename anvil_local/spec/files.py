@@ -8,8 +8,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from anvil_local.errors import AnvilError, MetricFileError, not_utf8
-from anvil_local.registry import metric_definition, metric_from_dict
+from anvil_local.errors import AnvilError, MetricFileError, io_error, not_utf8
+from anvil_local.metrics.definitions import metric_definition, metric_from_dict
 from anvil_local.spec import deepeval
 
 
@@ -108,7 +108,12 @@ def dump_metric(metric: Any, path: str | Path) -> None:
     """Write a metric as JSON, with any fitted calibration (the TOML form is for hand-written
     files)."""
     data = metric_definition(metric)
-    Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    try:
+        Path(path).write_text(
+            json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+    except OSError as exc:
+        raise io_error(path, exc) from exc
 
 
 def write_calibration(path: str | Path, model: str, entry: dict[str, Any]) -> None:
@@ -134,8 +139,12 @@ def write_calibration(path: str | Path, model: str, entry: dict[str, Any]) -> No
     if written.get("calibration", {}).get(model) != entry:
         raise MetricFileError(f"{path}: the calibration for {model!r} did not read back")
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(new, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(new, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)  # the metric file is left as it was
+        raise io_error(path, exc) from exc
 
 
 def _without_table(text: str, header: str) -> str:

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from anvil_local.errors import MetricDefinitionError
 from anvil_local.judge.results import Usage
-from anvil_local.metrics.checks import compare, get_check, run_check
+from anvil_local.metrics.checks import bounds, compare, run_check, validate_check
 from anvil_local.metrics.dag.nodes import (
     BinaryJudgementNode,
     NonBinaryJudgementNode,
@@ -123,10 +123,10 @@ class CodeNode(_Reads, BinaryJudgementNode):
         children: list[Any] | None = None,
         label: str | None = None,
     ) -> None:
-        get_check(check)
         self.check = check
         self.args = _args(args)
-        self.at_least, self.at_most = at_least, at_most
+        validate_check(check, self.args)
+        self.at_least, self.at_most = bounds(at_least, at_most)
         self._set_reading(fields, reads, source)
         super().__init__(_describe(check, self.args), children or [], None, label)
 
@@ -186,7 +186,6 @@ class CodeChoiceNode(_Reads, NonBinaryJudgementNode):
         children: list[Any] | None = None,
         label: str | None = None,
     ) -> None:
-        get_check(check)
         if not isinstance(bins, list) or not all(
             isinstance(b, int | float) and not isinstance(b, bool) for b in bins
         ):
@@ -196,6 +195,7 @@ class CodeChoiceNode(_Reads, NonBinaryJudgementNode):
         self.check = check
         self.bins = list(bins)
         self.args = _args(args)
+        validate_check(check, self.args)
         self._set_reading(fields, reads, source)
         super().__init__(_describe(check, self.args), children or [], None, label)
 

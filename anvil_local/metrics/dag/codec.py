@@ -24,11 +24,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from anvil_local.errors import AnvilError, MetricDefinitionError
+from anvil_local.metrics.base import BaseMetric, definition_fields
 from anvil_local.metrics.dag.graph import DeepAcyclicGraph
 from anvil_local.metrics.dag.nodes import JudgementNode, TaskNode
-from anvil_local.registry import metric_from_dict, metric_kinds, node_kinds
-
-METRIC_KEYS = ("name", "threshold", "include_reason", "strict_mode", "soft", "soft_floor")
+from anvil_local.metrics.definitions import metric_from_dict
+from anvil_local.registry import METRIC_KINDS, NODE_KINDS
 
 
 def _fail(node_id: str, message: str) -> MetricDefinitionError:
@@ -99,7 +99,7 @@ def dag_from_dict(data: dict[str, Any]) -> DeepAcyclicGraph:
     raw_nodes = data.get("nodes")
     if not isinstance(raw_nodes, dict) or not raw_nodes:
         raise MetricDefinitionError("a DAG needs a non-empty 'nodes' table")
-    kinds, metrics = node_kinds(), metric_kinds()
+    kinds, metrics = NODE_KINDS.entries(), METRIC_KINDS.entries()
     specs: dict[str, dict[str, Any]] = {}
     for node_id, spec in raw_nodes.items():
         if not isinstance(spec, dict):
@@ -159,7 +159,7 @@ def dag_from_dict(data: dict[str, Any]) -> DeepAcyclicGraph:
 
 def _make(node_id: str, spec: dict[str, Any]) -> Any:
     """The object of one node table entry: a node of a registered type, or a metric."""
-    kind = node_kinds().get(spec["type"])
+    kind = NODE_KINDS.find(spec["type"])
     with _about(node_id):
         if kind is None:
             return metric_from_dict(spec)
@@ -181,22 +181,26 @@ def _about(node_id: str) -> Iterator[None]:
 
 
 def _check_cycles(references: dict[str, list[str]]) -> None:
-    state: dict[str, int] = {}
-
-    def visit(node_id: str) -> None:
-        state[node_id] = 1
-        for target in references[node_id]:
-            if state.get(target) == 1:
+    """Depth-first with an explicit stack (a chain of thousands of nodes is valid)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in references:
+        if start in state:
+            continue
+        state[start] = 1
+        stack = [(start, iter(references[start]))]
+        while stack:
+            node_id, targets = stack[-1]
+            target = next(targets, None)
+            if target is None:
+                state[node_id] = 2
+                stack.pop()
+            elif state.get(target) == 1:
                 raise MetricDefinitionError(
                     f"Cycle detected in DAG graph (through node {target!r})."
                 )
-            if target not in state:
-                visit(target)
-        state[node_id] = 2
-
-    for node_id in references:
-        if node_id not in state:
-            visit(node_id)
+            elif target not in state:
+                state[target] = 1
+                stack.append((target, iter(references[target])))
 
 
 def _reachable(roots: list[str], references: dict[str, list[str]]) -> set[str]:
@@ -210,13 +214,15 @@ def _reachable(roots: list[str], references: dict[str, list[str]]) -> set[str]:
     return seen
 
 
-def dag_metric_kwargs(data: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of DAGMetric for a metric dict (the graph included)."""
-    known = {"type", "roots", "nodes", *METRIC_KEYS}
-    unknown = sorted(set(data) - known)
+def dag_metric_kwargs(data: dict[str, Any], cls: type[BaseMetric]) -> dict[str, Any]:
+    """The keyword arguments of a DAG metric class for a metric dict: the graph from
+    `roots` and `nodes`, the rest from the class's definition fields."""
+    fields = definition_fields(cls)
+    scalars = fields.accepted - {"dag"}
+    unknown = sorted(set(data) - scalars - {"type", "roots", "nodes"})
     if unknown:
-        raise MetricDefinitionError(f"unknown DAG metric field(s): {', '.join(unknown)}")
+        raise MetricDefinitionError(f"unknown {cls.title} field(s): {', '.join(unknown)}")
     if "name" not in data:
-        raise MetricDefinitionError("a DAG metric needs a 'name'")
-    kwargs = {k: data[k] for k in METRIC_KEYS if k in data}
+        raise MetricDefinitionError(f"a {cls.title} needs a 'name'")
+    kwargs = {k: v for k, v in data.items() if k in scalars}
     return {"dag": dag_from_dict(data), **kwargs}

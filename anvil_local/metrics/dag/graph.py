@@ -72,27 +72,35 @@ class DeepAcyclicGraph:
 
     @staticmethod
     def _discover(roots: list[Any]) -> list[Any]:
-        """Depth-first discovery with cycle detection; validates each node once."""
-        seen: dict[int, Any] = {}
+        """Depth-first discovery (pre-order, children in declared order) with cycle
+        detection; validates each node once. An explicit stack, not recursion: a chain of
+        thousands of nodes is a valid graph."""
+        seen: set[int] = set()
         order: list[Any] = []
-        on_stack: set[int] = set()
+        on_path: set[int] = set()
 
-        def visit(node: Any) -> None:
-            if id(node) in on_stack:
-                raise MetricDefinitionError("Cycle detected in DAG graph.")
-            if id(node) in seen:
-                return
+        def enter(node: Any) -> list[tuple[Any, Any]]:
             if isinstance(node, TaskNode | JudgementNode):
                 node.validate()
-            seen[id(node)] = node
+            seen.add(id(node))
             order.append(node)
-            on_stack.add(id(node))
-            for child in edges(node):
-                visit(child)
-            on_stack.discard(id(node))
+            on_path.add(id(node))
+            return [(node, iter(edges(node)))]
 
         for root in roots:
-            visit(root)
+            if id(root) in seen:
+                continue
+            stack = enter(root)
+            while stack:
+                node, children = stack[-1]
+                child = next(children, None)
+                if child is None:
+                    on_path.discard(id(node))
+                    stack.pop()
+                elif id(child) in on_path:
+                    raise MetricDefinitionError("Cycle detected in DAG graph.")
+                elif id(child) not in seen:
+                    stack += enter(child)
         return order
 
     def _topological(self, discovered: list[Any]) -> list[Any]:

@@ -130,6 +130,9 @@ class _JudgeAsker:
 class DAGMetric(BaseMetric):
     """DeepEval's DAGMetric, deterministic, with verdict probabilities and an expected score."""
 
+    title = "DAG metric"
+    run_arguments = BaseMetric.run_arguments | {"decode_check"}
+
     def __init__(
         self,
         name: str,
@@ -189,7 +192,7 @@ class DAGMetric(BaseMetric):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DAGMetric:
-        return cls(**dag_metric_kwargs(data))
+        return cls(**dag_metric_kwargs(data, cls))
 
     def run(
         self, case: LLMTestCase, session: Any, *, include_reason: bool | None = None

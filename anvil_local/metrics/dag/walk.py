@@ -86,6 +86,12 @@ class WalkResult:
         return sum(w.probability * w.score for w in self.walks) / self.explored_mass
 
 
+#: Where a walk stands: the next position in the walk order, the nodes activated (with what
+#: they see), the leaves reached, the path's probability, the steps taken, whether it is
+#: the main walk.
+_Branch = tuple[int, dict[int, Visible], list[Leaf], float, list[Step], bool]
+
+
 def _merge(a: Visible, b: Visible) -> Visible:
     merged = {(o.rank, o.label, o.text): o for o in (*a, *b)}
     return tuple(merged[k] for k in sorted(merged))
@@ -116,14 +122,10 @@ def walk(
             usage = usage + metric_results[id(metric)].usage
         return metric_results[id(metric)]
 
-    def explore(
-        pos: int,
-        live: dict[int, Visible],
-        leaves: list[Leaf],
-        prob: float,
-        steps: list[Step],
-        main: bool,
-    ) -> None:
+    def explore(branch: _Branch) -> list[_Branch]:
+        """Follow one branch down the walk order until it forks (the branches it forks
+        into, first branch first) or ends (its walk recorded)."""
+        pos, live, leaves, prob, steps, main = branch
         for i in range(pos, len(order)):
             node = order[i]
             if id(node) not in live:
@@ -154,25 +156,32 @@ def walk(
                     ]
             elif isinstance(node, JudgementNode):
                 answer = ask(node, visible)
+                forks = []
                 for index in _branches(answer, prob, soft, floor, main):
                     option = answer.options[index]
                     branch_live = dict(live)
                     branch_live[id(node.verdict_for(option))] = visible
-                    explore(
-                        i + 1,
-                        branch_live,
-                        leaves,
-                        prob * answer.probabilities[index],
-                        [*steps, _judge_step(node_id, node, answer, index)],
-                        main and index == answer.index,
+                    forks.append(
+                        (
+                            i + 1,
+                            branch_live,
+                            leaves,
+                            prob * answer.probabilities[index],
+                            [*steps, _judge_step(node_id, node, answer, index)],
+                            main and index == answer.index,
+                        )
                     )
-                return
+                return forks
         if not leaves:
             raise MetricDefinitionError("the walk reached no scoring verdict")
         walks.append(Walk(prob, steps, leaves, main))
+        return []
 
-    roots = {id(r): () for r in dag.root_nodes}
-    explore(0, dict(roots), [], 1.0, [], True)
+    # depth first with an explicit stack (a chain of thousands of nodes is a valid graph):
+    # a fork's first branch is walked to its end before the next, as the walks are listed
+    pending: list[_Branch] = [(0, {id(r): () for r in dag.root_nodes}, [], 1.0, [], True)]
+    while pending:
+        pending += reversed(explore(pending.pop()))
     main_walk = next(w for w in walks if w.main)
     return WalkResult(main=main_walk, walks=walks, usage=usage)
 

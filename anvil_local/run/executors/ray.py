@@ -19,8 +19,8 @@ from typing import Any
 
 from anvil_local.errors import AnvilError, MissingExtra, WorkerCrash
 from anvil_local.judge.model import ResolvedModel
+from anvil_local.metrics.definitions import metric_from_wire, metric_to_wire
 from anvil_local.metrics.result import MetricResult
-from anvil_local.registry import metric_from_wire, metric_to_wire
 from anvil_local.run.executors.base import Deliver, judge_group
 from anvil_local.run.executors.pool import group_from_wire, group_to_wire
 from anvil_local.run.plan import Plan

@@ -1,13 +1,41 @@
-"""The glue behind `anvil bench`: what to score (a suite, or --data/--label/--metric), then
-bench, then the outputs. Kept out of cli.py so that the command stays parse-call-render."""
+"""A bench as asked for, end to end: what to score (a suite, or data + label + metric files),
+the bench itself, then its outputs (fitted calibrations, report files, the Markdown).
+
+`anvil bench` builds one `BenchRequest` from its options and calls `run_bench`; the
+command only parses and prints."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anvil_local.errors import DataError, MissingExtra
+
+if TYPE_CHECKING:
+    from anvil_local.run.sinks import Sink
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    """What to bench: `suite` (a shipped name or a suite file), or `data_file` with `label`
+    and `metric_files`; on `models` (none: the default judge); limited to the first `docs`
+    documents or `limit` cases; `report_dir` for the report files. With `fit_calibration`,
+    each metric's fitted score -> label map is written into its metric file."""
+
+    suite: str | None = None
+    data_file: Path | None = None
+    label: str | None = None
+    metric_files: tuple[Path, ...] = ()
+    models: tuple[str, ...] = ()
+    limit: int | None = None
+    docs: int | None = None
+    report_dir: Path | None = None
+    use_cache: bool = True
+    threads: int | None = None
+    fit_calibration: bool = False
 
 
 def _need_bench_extra() -> None:
@@ -34,49 +62,37 @@ def _one_label_per_file(specs: Any) -> None:
             )
 
 
-def run_bench(
-    *,
-    suite: str | None,
-    data_file: Path | None,
-    label: str | None,
-    metric_files: tuple[Path, ...],
-    models: tuple[str, ...],
-    limit: int | None,
-    docs: int | None,
-    report_dir: Path | None,
-    use_cache: bool,
-    threads: int | None = None,
-    progress: Any = None,
-    fit_calibration: bool = False,
-) -> str:
-    """Run a bench and return its Markdown; write the report files when asked. With
-    `fit_calibration`, each metric's fitted map is written into its metric file."""
+def run_bench(request: BenchRequest, sinks: Sequence[Sink] = ()) -> str:
+    """Run a bench and return its Markdown, followed by a line for each file written.
+    `sinks` receive every line of every model's run (progress)."""
     _need_bench_extra()
     from anvil_local.bench.report import markdown, write_report
     from anvil_local.bench.run import bench
     from anvil_local.bench.suite import MetricSpec, load_suite, select
+    from anvil_local.judge.settings import JudgeSettings
     from anvil_local.run.dataset import read_cases
     from anvil_local.run.evaluate import evaluate
 
     name = ""
-    if suite is not None:
-        loaded = load_suite(suite)
+    data_file, docs, limit = request.data_file, request.docs, request.limit
+    if request.suite is not None:
+        loaded = load_suite(request.suite)
         name = loaded.name
-        if metric_files or label:
+        if request.metric_files or request.label:
             raise DataError("--suite brings its own metrics and labels; drop --metric/--label")
         specs_in = list(loaded.metrics)
         data_file = data_file or loaded.data
         if docs is None and limit is None:
             docs, limit = loaded.docs, loaded.limit
     else:
-        if data_file is None or label is None or not metric_files:
+        if data_file is None or request.label is None or not request.metric_files:
             raise DataError("give --suite NAME, or --data FILE --label labels.NAME --metric FILE")
-        specs_in = [MetricSpec(file=Path(f), label=label) for f in metric_files]
-    if fit_calibration:
+        specs_in = [MetricSpec(file=Path(f), label=request.label) for f in request.metric_files]
+    if request.fit_calibration:
         _one_label_per_file(specs_in)
     rows = select(read_cases(Path(data_file)), docs, limit)
     specs = [(metric, spec) for spec in specs_in for metric in spec.metrics()]
-    if fit_calibration:
+    if request.fit_calibration:
         panels = sorted({str(s.file) for m, s in specs if getattr(m, "panel", None)})
         if panels:
             raise DataError(
@@ -84,27 +100,24 @@ def run_bench(
                 "metric files only"
             )
 
-    def on_line(line: Any, done: int, total: int) -> None:
-        if progress is not None:
-            progress.update(done, total)
-
-    from anvil_local.judge.settings import JudgeSettings
-
-    settings = JudgeSettings(threads=threads)
-    run = functools.partial(evaluate, use_cache=use_cache, settings=settings)
+    run = functools.partial(
+        evaluate,
+        use_cache=request.use_cache,
+        settings=JudgeSettings(threads=request.threads),
+        sinks=sinks,
+    )
     result = bench(
         rows,
         specs,
-        list(models) or [None],
+        list(request.models) or [None],
         run,
         suite=name,
         source=str(data_file),
-        results_dir=report_dir,
-        on_line=on_line,
-        fit_calibration=fit_calibration,
+        results_dir=request.report_dir,
+        fit_calibration=request.fit_calibration,
     )
     text = markdown(result)
-    if fit_calibration:
+    if request.fit_calibration:
         from anvil_local.spec.files import write_calibration
 
         file_of = {metric.name: spec.file for metric, spec in specs}
@@ -113,7 +126,7 @@ def run_bench(
             text += (
                 f"wrote the {fit.model} calibration of {fit.metric!r} to {file_of[fit.metric]}\n"
             )
-    if report_dir is not None:
-        paths = write_report(result, report_dir)
+    if request.report_dir is not None:
+        paths = write_report(result, request.report_dir)
         text += f"\nreport: {paths['html']} (also {paths['json'].name}, {paths['markdown'].name})\n"
     return text

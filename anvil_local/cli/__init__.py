@@ -1,0 +1,26 @@
+"""`anvil`, the command line: parse, call the library, render.
+
+`root` holds the group and its error boundary, `options` every option more than one command
+takes, and each other module one command group. Heavy imports wait inside the commands, so
+`anvil --help` stays quick."""
+
+from anvil_local.cli import bench, doctor, evaluate, metric_files, models
+from anvil_local.cli.root import (
+    EXIT_BAD_INPUT,
+    EXIT_CRASHED,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    main,
+)
+
+main.add_command(models.models)
+main.add_command(doctor.doctor)
+main.add_command(bench.bench)
+main.add_command(metric_files.validate)
+main.add_command(metric_files.export)
+main.add_command(metric_files.steps)
+main.add_command(metric_files.explain)
+main.add_command(evaluate.eval_command)
+main.add_command(evaluate.merge)
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_CRASHED", "EXIT_FAILED", "EXIT_INTERRUPTED", "main"]

@@ -1,0 +1,72 @@
+"""`anvil bench`: how well judges (model + metric) agree with human labels, and their cost.
+The options become one `BenchRequest`; `anvil_local.bench.request` does the rest."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from anvil_local.cli import options
+
+
+@click.command()
+@click.option(
+    "--suite",
+    default=None,
+    metavar="NAME|FILE",
+    help="A bench suite (data, metrics, labels): a shipped name or a suite file.",
+)
+@click.option(
+    "--data",
+    "data_file",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="Labelled cases (JSONL); with --suite, instead of the suite's data.",
+)
+@click.option(
+    "--label",
+    default=None,
+    metavar="labels.NAME",
+    help="The label every --metric is compared with.",
+)
+@options.METRICS
+@options.MODELS
+@click.option(
+    "--limit",
+    type=click.IntRange(2),
+    default=None,
+    help="The first N cases (default: all, or the suite's limit).",
+)
+@click.option(
+    "--docs",
+    type=click.IntRange(1),
+    default=None,
+    help="The cases of the first N documents (default: all, or the suite's docs).",
+)
+@click.option(
+    "--report",
+    "report_dir",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="Write bench.json, bench.md, report.html and the results files here.",
+)
+@options.NO_CACHE
+@options.THREADS
+@options.BENCH_PROGRESS
+@click.option(
+    "--fit-calibration",
+    is_flag=True,
+    help="Fit each metric's score -> label map on half the documents, report it on the other "
+    "half, and write it into the metric file (per model).",
+)
+def bench(no_cache: bool, progress: bool | None, **fields: Any) -> None:
+    """Measure how well judges (model + metric) agree with human labels, and what they cost."""
+    from anvil_local.bench.request import BenchRequest, run_bench
+    from anvil_local.run.sinks import ProgressSink
+
+    request = BenchRequest(use_cache=not no_cache, **fields)
+    sinks = [] if progress is False else [ProgressSink(stream=sys.stderr)]
+    click.echo(run_bench(request, sinks), nl=False)

@@ -1,0 +1,200 @@
+"""`anvil eval` (a dataset against metric files) and `anvil merge` (the results files of a
+sharded run joined into one)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from anvil_local.cli import options
+from anvil_local.cli.root import EXIT_FAILED, EXIT_INTERRUPTED
+from anvil_local.errors import DataError, WorkerCrash
+
+
+@click.command("eval")
+@options.METRICS_REQUIRED
+@click.option(
+    "--data",
+    "data_file",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Test cases: JSONL, a JSON array, or CSV.",
+)
+@click.option(
+    "--out",
+    "out_file",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="Results JSONL (appended; re-running resumes). Default: stdout.",
+)
+@click.option(
+    "--junit",
+    "junit_file",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="Also write JUnit XML.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    help="Worker processes, each loading the model once.",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "pool", "ray"]),
+    default=None,
+    help="Where pairs are judged: this process (default for --jobs 1), --jobs worker "
+    "processes (default when --jobs > 1), or --jobs Ray actors (needs the [ray] extra).",
+)
+@click.option(
+    "--ray-address",
+    default=None,
+    metavar="ADDRESS",
+    help="Ray cluster to use with --executor ray (default: start a local Ray).",
+)
+@click.option(
+    "--shard",
+    default=None,
+    metavar="I/N",
+    help="Judge only shard I of N (stable by prompt-prefix group); join with `anvil merge`.",
+)
+@options.NO_CACHE
+@options.NO_REASON
+@click.option("--fail-fast", is_flag=True, help="Stop at the first case-level error.")
+@options.FIELDS
+@options.PROGRESS
+@options.JUDGE
+def eval_command(
+    metric_files: tuple[Path, ...],
+    data_file: Path,
+    out_file: Path | None,
+    junit_file: Path | None,
+    jobs: int,
+    executor: str | None,
+    ray_address: str | None,
+    shard: str | None,
+    no_cache: bool,
+    no_reason: bool,
+    fail_fast: bool,
+    fields: tuple[str, ...],
+    progress: bool | None,
+    model: str | None,
+    **load: Any,
+) -> None:
+    """Evaluate a dataset against metric files. Exit 0: all passed; 1: some case failed
+    its threshold or errored; 2: bad input (or llama.cpp cannot run here); 3: a worker
+    process crashed (results written so far are kept)."""
+    from anvil_local.run.dataset import parse_field_map, read_cases
+    from anvil_local.run.evaluate import evaluate
+    from anvil_local.run.executors import make_executor
+    from anvil_local.run.output import check_writable
+    from anvil_local.run.plan import Shard
+    from anvil_local.run.sinks import JUnitSink, ProgressSink, Sink, SummarySink
+    from anvil_local.spec import load_metrics
+
+    settings = options.settings_from(load)
+    if out_file is not None:
+        check_writable(out_file, "--out", regular=True)
+    if junit_file is not None:
+        check_writable(junit_file, "--junit")
+    if ray_address is not None and executor != "ray":
+        raise DataError("--ray-address needs --executor ray")
+    chosen_shard = Shard.parse(shard) if shard is not None else None
+    metrics = [m for path in metric_files for m in load_metrics(path)]
+    rows = read_cases(data_file, parse_field_map(fields))
+    tty = sys.stderr.isatty()
+    show = tty if progress is None else progress
+    sinks: list[Sink] = [
+        ProgressSink(  # closed (its bar ended) before the summary is printed
+            stream=sys.stderr if show else None,
+            bar=tty,
+            results=sys.stdout if out_file is None else None,
+        )
+    ]
+    if junit_file is not None:
+        sinks.append(JUnitSink(junit_file))
+    sinks.append(SummarySink(out_file))
+    crash: WorkerCrash | None = None
+    try:
+        outcome = evaluate(
+            rows,
+            metrics,
+            model=model,
+            settings=settings,
+            jobs=jobs,
+            executor=make_executor(executor, jobs, ray_address=ray_address),
+            shard=chosen_shard,
+            use_cache=not no_cache,
+            include_reason=False if no_reason else None,
+            fail_fast=fail_fast,
+            out=out_file,
+            sinks=sinks,
+            source=str(data_file),
+        )
+    except WorkerCrash as exc:
+        crash, outcome = exc, exc.outcome  # its JUnit and summary are written; then fail
+    if crash is not None:
+        raise crash
+    if outcome.interrupted:
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(0 if outcome.all_passed else EXIT_FAILED)
+
+
+@click.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out_file",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The merged results file (replaced if it exists).",
+)
+@click.option(
+    "--data",
+    "data_file",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="The run's cases file: with --metric, report the pairs no shard judged.",
+)
+@options.METRICS
+@options.FIELDS
+def merge(
+    inputs: tuple[Path, ...],
+    out_file: Path,
+    data_file: Path | None,
+    metric_files: tuple[Path, ...],
+    fields: tuple[str, ...],
+) -> None:
+    """Join the results files of `anvil eval --shard` runs: one line per (case, metric),
+    one model throughout. Exit 0: complete; 1: some pair is missing or an error."""
+    from anvil_local.run.merge import merge_results
+    from anvil_local.run.output import check_writable
+
+    check_writable(out_file, "--out", regular=True)
+    expected = None
+    if data_file is not None or metric_files:
+        if data_file is None or not metric_files:
+            raise DataError("--data and --metric go together (the pairs the run asked for)")
+        from anvil_local.run.dataset import parse_field_map, read_cases
+        from anvil_local.spec import load_metrics
+
+        metrics = [m for path in metric_files for m in load_metrics(path)]
+        rows = read_cases(data_file, parse_field_map(fields))
+        expected = [(row.case_id, metric.name) for row in rows for metric in metrics]
+    report = merge_results(inputs, out_file, expected)
+    click.echo(
+        f"merged {len(inputs)} files into {out_file}: {report.lines} lines "
+        f"({report.duplicates} duplicates dropped, {report.errors} errors), "
+        f"model {report.model or '-'}",
+        err=True,
+    )
+    for case_id, metric in report.missing[:20]:
+        click.echo(f"missing: case {case_id!r} metric {metric!r}", err=True)
+    if len(report.missing) > 20:
+        click.echo(f"... and {len(report.missing) - 20} more missing pairs", err=True)
+    sys.exit(EXIT_FAILED if report.missing or report.errors else 0)
