@@ -27,7 +27,7 @@ from anvil_local.paths import cache_dir
 log = logging.getLogger(__name__)
 
 #: Bump when prompts or scoring change in a way that makes old entries wrong.
-CACHE_VERSION = "5"  # 4: G-Eval task before the output; 5: shorter DAG judgement questions
+CACHE_VERSION = "6"  # 5: shorter DAG judgement questions; 6: chat formats from each template
 
 _MIGRATIONS = [
     "CREATE TABLE IF NOT EXISTS steps (key TEXT PRIMARY KEY, steps TEXT NOT NULL)",

@@ -219,15 +219,46 @@ def _probe(model: str | None, threads: int | None) -> tuple[list[Finding], str |
     except NativeCrash as exc:
         return [Finding("test decode", "crashed", problem=str(exc))], None, True
     except NativeProbeFailed as exc:
-        return [Finding("test decode", "failed", problem=str(exc))], None, False
+        failed = Finding("test decode", "failed", problem=str(exc))
+        return [failed, *model_findings(name, Path(path))], None, False
     speed = (
         f"{result.prompt_tokens_per_s:.0f} prompt tokens/s, "
         f"{result.generated_tokens_per_s:.0f} generated tokens/s ({name}, {n} threads)"
     )
     found = [Finding("test decode", f"OK ({name})"), Finding("throughput", speed)]
+    found += model_findings(name, Path(path))
     if model is None:
         found += _recheck_tuning(name, Path(path), n, result)
     return found + _formats(name, n), result.system_info, False
+
+
+def model_findings(name: str, path: Path) -> list[Finding]:
+    """How the judge prompts this model: architecture, chat template (as it is, with the
+    system text merged, or plain and why), thinking, end-of-turn tokens, how "10" and " Yes"
+    are spelled. A template the judge cannot use is a warning, a model that cannot judge a
+    problem."""
+    from anvil_local.judge.native import NativeProbeFailed, describe_file
+    from anvil_local.models.catalogue import entries
+
+    try:
+        report = describe_file(path)
+    except (NativeCrash, NativeProbeFailed) as exc:
+        return [Finding("chat template", "unknown", problem=str(exc))]
+    setting = next((e.thinking for e in entries() if e.name == name), None)
+    found = []
+    for label, value in report.lines(setting):
+        finding = Finding(label, value)
+        if label == "judge":
+            finding = Finding(label, value, problem=f"{name} cannot judge: pick a chat model")
+        elif label == "chat template" and report.source == "plain":
+            finding = Finding(
+                label,
+                value,
+                warning="verdicts are asked outside the model's chat format; an instruct "
+                "model judges worse so",
+            )
+        found.append(finding)
+    return found
 
 
 def _recheck_tuning(name: str, path: Path, threads: int, result: object) -> list[Finding]:

@@ -158,12 +158,25 @@ METRIC_KINDS: Registry[type] = Registry(
         "anvil_local.metrics.dag.metric",
         "anvil_local.metrics.code",
         "anvil_local.metrics.likelihood",
+        "anvil_local.metrics.features",
+        "anvil_local.metrics.conversational",
+        "anvil_local.metrics.arena",
     ),
 )
 NODE_KINDS: Registry[NodeKind] = Registry(
     "node type",
     "anvil_local.nodes",
     builtins=("anvil_local.metrics.dag.nodes", "anvil_local.metrics.dag.code"),
+)
+#: The node types of a conversational DAG: the same names as NODE_KINDS, the nodes reading
+#: a conversation (and an optional `turn_window`) instead of a single-turn case.
+CONVERSATIONAL_NODE_KINDS: Registry[NodeKind] = Registry(
+    "conversational node type",
+    "anvil_local.conversational_nodes",
+    builtins=(
+        "anvil_local.metrics.conversational.nodes",
+        "anvil_local.metrics.conversational.code",
+    ),
 )
 
 
@@ -198,13 +211,17 @@ def register_metric(kind: str) -> Callable[[type[T]], type[T]]:
     return decorate
 
 
-def register_node(kind: str, fields: set[str] | frozenset[str]) -> Callable[[type[T]], type[T]]:
+def register_node(
+    kind: str, fields: set[str] | frozenset[str], conversational: bool = False
+) -> Callable[[type[T]], type[T]]:
     """Class decorator for a DAG node type: `kind` is its `type` in a node table, `fields`
-    the keys its spec may hold (declared once, beside the class)."""
+    the keys its spec may hold (declared once, beside the class); `conversational` for a
+    node of a conversational DAG."""
 
     def decorate(cls: type[T]) -> type[T]:
         cls.kind = kind  # type: ignore[attr-defined]
-        NODE_KINDS.add(kind, NodeKind(kind, cls, frozenset(fields) | {"type"}))
+        registry = CONVERSATIONAL_NODE_KINDS if conversational else NODE_KINDS
+        registry.add(kind, NodeKind(kind, cls, frozenset(fields) | {"type"}))
         return cls
 
     return decorate

@@ -88,6 +88,16 @@ def ordered_params(params: list[SingleTurnParams] | tuple[SingleTurnParams, ...]
     return [p for p in PROMPT_ORDER if p in wanted]
 
 
+#: The keys a case's dict may hold.
+CASE_FIELDS: tuple[str, ...] = (
+    "id",
+    "name",
+    *(p.value for p in SingleTurnParams),
+    "tags",
+    "metadata",
+)
+
+
 @dataclass
 class LLMTestCase:
     """One thing to judge: DeepEval's fields plus an id, tags and metadata."""
@@ -136,12 +146,26 @@ class LLMTestCase:
     def get(self, param: SingleTurnParams) -> str | list[str] | None:
         return getattr(self, param.value)
 
+    def has(self, param: object) -> bool:
+        """Whether the case has the field, set and not an empty list."""
+        if not isinstance(param, SingleTurnParams):
+            return False
+        value = self.get(param)
+        return value is not None and not (isinstance(value, list) and not value)
+
     def require(self, params: list[SingleTurnParams], metric: str) -> None:
         """Raise MissingParamError for the first needed field the case lacks."""
         for param in params:
-            value = self.get(param)
-            if value is None or (isinstance(value, list) and not value):
+            if not self.has(param):
                 raise MissingParamError(metric, self.label, param.value)
+
+    def shared_fields(self) -> list[str | list[str] | None]:
+        """The fields many cases share (the scheduler groups cases by them)."""
+        return [self.get(p) for p in SHARED_PARAMS]
+
+    def own_fields(self) -> list[str | list[str] | None]:
+        """The fields that follow the shared ones in prompts, in prompt order."""
+        return [self.get(p) for p in PROMPT_ORDER if p not in SHARED_PARAMS]
 
     def content_key(self) -> str:
         """sha256 of the judged content (not id/name/tags): the case part of a cache key."""
@@ -151,17 +175,21 @@ class LLMTestCase:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name in (
-            "id",
-            "name",
-            *(p.value for p in SingleTurnParams),
-            "tags",
-            "metadata",
-        ):
+        for name in CASE_FIELDS:
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
         return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LLMTestCase:
+        """A case from its dict (`to_dict`'s keys); unknown keys are refused."""
+        if not isinstance(data, dict):
+            raise DataError(f"a test case must be an object, got {type(data).__name__}")
+        unknown = sorted(set(data) - set(CASE_FIELDS))
+        if unknown:
+            raise DataError(f"unknown test case field(s): {', '.join(unknown)}")
+        return cls(**data)
 
 
 def render_param(param: SingleTurnParams, value: str | list[str]) -> str:

@@ -23,6 +23,8 @@ from typing import Any
 
 from harness import parser, variant_name, write_figures
 
+from anvil_local.run.results import read_results
+
 GRADED = [("doc_spearman", "doc Spearman"), ("spearman", "Spearman")]
 BINARY = [
     ("auroc", "AUROC"),
@@ -55,14 +57,13 @@ def cell(value: Any) -> str:
 
 
 def model_shas(folder: Path) -> dict[str, str]:
-    """model name -> sha256, from the first line of each results file of the report."""
+    """model name -> sha256, from each results file of the report (its metadata line, else
+    its first result line)."""
     found = {}
     for path in sorted(folder.glob("results-*.jsonl")):
-        with path.open() as handle:
-            first = handle.readline()
-        if first.strip():
-            line = json.loads(first)
-            found[line.get("model", path.stem.removeprefix("results-"))] = line.get("model_sha256")
+        name, sha = read_results(path).model
+        if sha:
+            found[name or path.stem.removeprefix("results-")] = sha
     return found
 
 

@@ -20,7 +20,6 @@ Figures: with `--question ID`, benchmarks/results/ID.json (or `--out PATH`); non
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +32,7 @@ from anvil_local.bench.run import continuous_score, label_kind
 from anvil_local.bench.suite import document_of, labels_of, load_suite
 from anvil_local.errors import AnvilError
 from anvil_local.run.dataset import read_cases
-from anvil_local.run.records import ResultLine
+from anvil_local.run.results import read_results
 
 
 def read_report(folder: Path) -> dict[str, dict[tuple[str, str], float]]:
@@ -42,8 +41,7 @@ def read_report(folder: Path) -> dict[str, dict[tuple[str, str], float]]:
     for path in sorted(folder.glob("results-*.jsonl")):
         model = path.stem.removeprefix("results-")
         scores = out.setdefault(model, {})
-        for text in path.read_text().splitlines():
-            line = ResultLine.from_dict(json.loads(text))
+        for line in read_results(path).lines():
             score = continuous_score(line)
             if score is not None:
                 scores[(line.metric, line.case_id)] = score

@@ -30,7 +30,8 @@ Every `anvil` command, as its `--help` prints it.
 
 Exit codes. Every command: 2 for bad input or an unusable set-up, with one `Error: ...` line
 on stderr; 130 when interrupted. `anvil eval`: 0 when every case passed, 1 when some case
-failed its threshold or errored, 3 when a worker process crashed. `anvil doctor`,
+failed its threshold or errored, 3 when a worker process crashed. `anvil compare`: 1 when
+NEW is worse than BASE beyond the gate ([compare.md](compare.md)). `anvil doctor`,
 `anvil merge` and `anvil models tune` exit 1 as their help says.
 
 Environment variables:

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from anvil_local.models.resolve import resolve_model
-from anvil_local.paths import DATA_DIR_ENV
+from anvil_local.paths import CACHE_DIR_ENV, DATA_DIR_ENV
 
 pytest_plugins = ["pytester"]
 
 _REAL_DATA_DIR = os.environ.get(DATA_DIR_ENV)
+_REAL_CACHE_DIR = os.environ.get(CACHE_DIR_ENV)
 
 
 @pytest.fixture(autouse=True)
@@ -44,6 +45,18 @@ def default_model_path() -> Path:
             os.environ[DATA_DIR_ENV] = saved
 
 
+@pytest.fixture(scope="session")
+def llama_corpus() -> Path:
+    """llama.cpp's real chat templates and vocabulary GGUFs, from the llama-cpp-python source
+    distribution on the package index: fetched once into the real cache dir and reused."""
+    import platformdirs
+
+    from tests.llama_corpus import corpus_dir
+
+    cache = Path(_REAL_CACHE_DIR or platformdirs.user_cache_dir("anvil-local"))
+    return corpus_dir(cache)
+
+
 @pytest.fixture
 def real_data_dir(monkeypatch: pytest.MonkeyPatch, default_model_path: Path) -> Path:
     """Point the data dir back at where the default model is, for code that resolves it."""
@@ -54,13 +67,25 @@ def real_data_dir(monkeypatch: pytest.MonkeyPatch, default_model_path: Path) -> 
     return default_model_path
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--n-gpu-layers",
+        type=int,
+        default=0,
+        help="layers of the session's judge offloaded to a GPU (-1: all; needs a CUDA build "
+        "of llama-cpp-python, see benchmarks/gpu_check.sh)",
+    )
+
+
 @pytest.fixture(scope="session")
-def judge(default_model_path: Path):
+def judge(default_model_path: Path, request: pytest.FixtureRequest):
     """One loaded default model for the whole session (as a worker process would)."""
     from anvil_local.judge.pool import JudgePool
+    from anvil_local.judge.settings import JudgeSettings
 
+    layers = request.config.getoption("--n-gpu-layers")
     pool = JudgePool()  # its own: a test that clears the process's pool cannot close it
-    yield pool.get(resolve_model(default_model_path))
+    yield pool.get(resolve_model(default_model_path, JudgeSettings(n_gpu_layers=layers)))
     pool.clear()
 
 

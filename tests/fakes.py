@@ -48,6 +48,7 @@ class FakeRuntime:
     end_ids = (IM_END, EOT)
     bos_id = 1
     add_bos = False
+    space_prefix = False
     chat_template = CHATML
 
     def __init__(self, script: Callable[[list[int]], np.ndarray] | None = None, n_ctx: int = 4096):
@@ -70,8 +71,16 @@ class FakeRuntime:
             i += 1
         return out
 
-    def detokenize(self, tokens: Sequence[int]) -> str:
+    def detokenize(self, tokens: Sequence[int], special: bool = False) -> str:
+        names = {v: k for k, v in _SPECIALS.items()}
+        if special:
+            return "".join(
+                names.get(t, "") if t >= 256 else bytes([t]).decode("latin-1") for t in tokens
+            )
         return bytes(t for t in tokens if t < 256).decode("utf-8", errors="replace")
+
+    def is_special(self, token: int) -> bool:
+        return token >= 256
 
     def evaluate(self, tokens: Sequence[int], exact: bool = True) -> tuple[np.ndarray, int, int]:
         tokens = list(tokens)

@@ -517,9 +517,18 @@ def test_import_labels_keep_their_names():
     assert all("label" not in spec for spec in converted["nodes"].values())
 
 
-def test_import_refuses_multi_turn_and_verdict_children():
-    with pytest.raises(MetricDefinitionError, match="multi-turn"):
-        convert({"name": "x", "algorithm": "DAG", "multiTurn": True, "dag": DEEPEVAL_DOC})
+def test_import_reads_multi_turn_as_conversational_and_refuses_verdict_children():
+    """The wrapper's multiTurn flag makes a conversational DAG (its params then must be
+    conversation params); a verdict whose child is a verdict is refused."""
+    with pytest.raises(MetricDefinitionError, match="conversational evaluation param"):
+        # the document names single-turn params, which a conversation does not have
+        metric_from_dict(
+            convert({"name": "x", "algorithm": "DAG", "multiTurn": True, "dag": DEEPEVAL_DOC})
+        )
+    assert (
+        convert({"name": "x", "algorithm": "DAG", "multiTurn": True, "dag": DEEPEVAL_DOC})["type"]
+        == "conversational_dag"
+    )
     doc = copy.deepcopy(DEEPEVAL_DOC)
     doc["nodes"]["7c2d9e44-8a1b-4f3c-9d2e-1a0b9c8d7e44"]["child"]["ref"] = (
         "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c66"
@@ -546,3 +555,82 @@ def test_a_dag_with_code_nodes_is_refused_by_name():
     metric = load_metric(ROOT / "examples" / "headings.toml")
     with pytest.raises(MetricDefinitionError, match="node 'extract' is a 'code_task' node"):
         to_deepeval(metric.to_dict())
+
+
+# -- conversational DAGs ---------------------------------------------------------------------
+
+CONVERSATIONAL: dict[str, Any] = {
+    "type": "conversational_dag",
+    "name": "Refunds",
+    "roots": ["asked"],
+    "nodes": {
+        "asked": {
+            "type": "binary",
+            "criteria": "Did the assistant ask for the order number first?",
+            "turn_window": [0, 3],
+            "evaluation_params": ["role", "content"],
+            "verdicts": [{"verdict": False, "score": 0}, {"verdict": True, "then": "tone"}],
+        },
+        "tone": {
+            "type": "non_binary",
+            "criteria": "How was the tone?",
+            "evaluation_params": ["content"],
+            "verdicts": [
+                {"verdict": "Polite", "score": 10},
+                {"verdict": "Curt", "then": "helpful"},
+            ],
+        },
+        "helpful": {
+            "type": "conversational_geval",
+            "name": "Helpful",
+            "evaluation_params": ["expected_outcome", "content", "role"],
+            "criteria": "Did it help?",
+        },
+    },
+}
+
+
+def test_a_conversational_dag_exports_with_its_windows_and_imports_back():
+    document = to_deepeval(CONVERSATIONAL, wrapper=True)
+    assert document["multiTurn"] is True
+    nodes = document["dag"]["nodes"]
+    asked = next(spec for spec in nodes.values() if spec.get("label") == "asked")
+    assert list(asked) == [*JUDGEMENT_KEYS, "turn_window"] and asked["turn_window"] == [0, 3]
+    geval = next(s["child"] for s in nodes.values() if s.get("child", {}).get("type") == "geval")
+    assert geval["evaluation_params"] == ["expected_outcome", "content", "role"]
+    back = convert(document)
+    assert back["type"] == "conversational_dag"
+    assert graph(metric_from_dict(back).to_dict()) == graph(
+        metric_from_dict(CONVERSATIONAL).to_dict()
+    )
+    # a bare document is conversational when its params or windows say so
+    assert convert(document["dag"], name="Refunds")["type"] == "conversational_dag"
+    assert convert(DEEPEVAL_DOC)["type"] == "dag"
+
+
+def test_a_window_in_a_single_turn_upload_is_refused():
+    document = to_deepeval(CONVERSATIONAL, wrapper=True)
+    document["multiTurn"] = False
+    with pytest.raises(MetricDefinitionError, match="turn_window"):
+        convert(document)
+
+
+def test_the_example_conversational_dag_cannot_export_its_code_nodes():
+    metric = load_metric(ROOT / "examples" / "conversations" / "support_dag.toml")
+    with pytest.raises(MetricDefinitionError, match="node 'promised' is a 'code' node"):
+        to_deepeval(metric.to_dict())
+
+
+def test_real_deepeval_loads_the_conversational_export(monkeypatch: pytest.MonkeyPatch):
+    """Runs only where DeepEval is installed (it is no dependency of ours); offline."""
+    pytest.importorskip("deepeval")
+    from deepeval.metrics.conversational_dag import ConversationalBinaryJudgementNode
+    from deepeval.metrics.dag import DeepAcyclicGraph
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unused")
+    original = metric_from_dict(CONVERSATIONAL).to_dict()
+    dag = DeepAcyclicGraph.from_dict(to_deepeval(original), multiturn=True)
+    assert isinstance(dag.root_nodes[0], ConversationalBinaryJudgementNode)
+    assert dag.root_nodes[0].turn_window == (0, 3)
+    back = metric_from_dict(convert(dag.to_dict(), name=original["name"])).to_dict()
+    assert graph(back) == graph(original)

@@ -11,7 +11,13 @@ PACKAGE = Path(__file__).resolve().parent.parent / "anvil_local"
 
 #: From the ground floor up. A module belongs to the first prefix it matches.
 LAYERS: list[tuple[str, ...]] = [
-    ("anvil_local.errors", "anvil_local.paths", "anvil_local.testcase"),
+    (
+        "anvil_local.errors",
+        "anvil_local.paths",
+        "anvil_local.testcase",
+        "anvil_local.conversation",
+        "anvil_local.arena",
+    ),
     ("anvil_local.judge",),
     ("anvil_local.cache",),
     ("anvil_local.models",),
@@ -19,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("anvil_local.metrics",),
     ("anvil_local.spec",),
     ("anvil_local.run", "anvil_local.pytest_plugin"),
-    ("anvil_local.bench", "anvil_local.doctor"),
+    ("anvil_local.bench", "anvil_local.doctor", "anvil_local.compare", "anvil_local.view"),
     ("anvil_local.cli", "anvil_local"),
 ]
 

@@ -25,6 +25,7 @@ from anvil_local.metrics.dag import BinaryJudgementNode, DAGMetric, DeepAcyclicG
 from anvil_local.metrics.geval import GEval
 from anvil_local.metrics.result import MetricResult
 from anvil_local.run.evaluate import evaluate
+from anvil_local.run.results import result_items
 from anvil_local.spec import load_metric, metric_definition, metric_from_dict
 from anvil_local.spec.files import MetricFileError, write_calibration
 from tests.fakes import FakeJudge
@@ -275,7 +276,7 @@ def test_evaluate_writes_calibrated_scores_and_caches_raw_ones(tmp_path):
     out = tmp_path / "results.jsonl"
     first = evaluate([CASE], [metric], model=judge, out=out)
     assert first.lines[0].result.score == pytest.approx(0.4)
-    line = json.loads(out.read_text().splitlines()[0])
+    line = result_items(out)[0]
     assert line["score"] == pytest.approx(0.4) and line["raw_score"] == 1.0
     again = evaluate([CASE], [metric], model=judge)  # from the cache, calibrated again
     assert again.cached == 1

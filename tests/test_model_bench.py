@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from anvil_local.cli import main
+from anvil_local.run.results import result_items
 
 ROOT = Path(__file__).resolve().parent.parent
 SUMMEVAL = ROOT / "benchmarks" / "data" / "summeval.jsonl"
@@ -64,7 +65,7 @@ def test_bench_scores_through_the_runner_and_a_repeat_costs_nothing(
     saved = json.loads((report / "bench.json").read_text())
     assert saved["cases"] == 8 and saved["docs"] == 2 and len(saved["metrics"]) == 2
     assert (report / "report.html").stat().st_size > 10_000
-    assert len((report / "results-default.jsonl").read_text().splitlines()) == 16
+    assert len(result_items(report / "results-default.jsonl")) == 16
 
 
 @pytest.mark.model

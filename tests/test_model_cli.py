@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from anvil_local.cli import main
+from anvil_local.run.results import result_items
 
 pytestmark = pytest.mark.model
 
@@ -36,7 +37,7 @@ verdicts = [{{ verdict = true, score = {score} }}, {{ verdict = false, score = {
 
 
 def lines(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines()]
+    return result_items(path)  # the result lines, without the metadata line
 
 
 def semantic(line: dict) -> tuple:
@@ -106,12 +107,12 @@ def test_a_killed_run_resumes_with_every_pair_exactly_once(tmp_path: Path, defau
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
-        if out.exists() and out.read_text().count("\n") >= 2:
+        if out.exists() and out.read_text().count("\n") >= 3:  # the metadata line and 2
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    before = out.read_text().count("\n")
+    before = out.read_text().count("\n") - 1  # complete result lines
     assert 2 <= before < 16, "the run should have been killed part way"
     finished = subprocess.run(cmd, capture_output=True, text=True)
     assert finished.returncode in (0, 1), finished.stderr

@@ -2,7 +2,6 @@
 with its cause, the pair it was judging an error line, the rest of the run judged (its other
 pairs by a fresh worker), exit code 3, JUnit written, and a re-run tries the error pair again."""
 
-import json
 import multiprocessing
 import os
 import signal
@@ -15,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from anvil_local.cli import EXIT_CRASHED, main
+from anvil_local.run.results import result_items
 
 pytestmark = pytest.mark.model
 
@@ -67,7 +67,7 @@ def test_a_worker_killed_by_sigill_is_reported_and_the_run_resumes(
     assert "a CPU instruction this machine cannot run" in errors[0]
     assert "fresh worker" in errors[0]
     assert "Traceback" not in result.output
-    written = [json.loads(x) for x in out.read_text().splitlines()]
+    written = result_items(out)
     pairs = [(x["case_id"], x["metric"]) for x in written]
     assert len(pairs) == 8 == len(set(pairs))  # every pair judged once, none lost
     crashed = [x for x in written if x["error"]]
@@ -80,9 +80,9 @@ def test_a_worker_killed_by_sigill_is_reported_and_the_run_resumes(
     resumed = CliRunner().invoke(main, [*args, "--jobs", "1"])
     assert resumed.exit_code in (0, 1), resumed.output
     assert f"{8 - len(crashed)} resumed" in resumed.output  # the error pair is tried again
-    pairs = [(x["case_id"], x["metric"]) for x in map(json.loads, out.read_text().splitlines())]
+    pairs = [(x["case_id"], x["metric"]) for x in result_items(out)]
     assert len(pairs) == 8 == len(set(pairs))
-    assert not any(x["error"] for x in map(json.loads, out.read_text().splitlines()))
+    assert not any(x["error"] for x in result_items(out))
 
 
 def _kill_the_first_worker_at_once(killed: list[int]) -> None:
@@ -114,6 +114,6 @@ def test_a_worker_killed_before_it_takes_work_is_replaced(tmp_path: Path, defaul
     assert killed, "no worker was started"
     assert result.exit_code == EXIT_CRASHED, result.output
     assert "SIGKILL" in result.output and "out of memory" in result.output
-    written = [json.loads(x) for x in out.read_text().splitlines()]
+    written = result_items(out)
     pairs = [(x["case_id"], x["metric"]) for x in written]
     assert len(pairs) == 8 == len(set(pairs))  # nothing lost, nothing twice

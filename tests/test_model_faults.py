@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from anvil_local.run.results import result_items
+
 pytestmark = pytest.mark.model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +34,7 @@ def command(model: Path, out: Path, jobs: int, *extra: str) -> list[str]:
 
 def content(path: Path) -> list[tuple]:
     """What must match between runs: each pair once, with its score and distribution."""
-    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    rows = result_items(path)
     return sorted(
         (r["case_id"], r["metric"], r["score"], json.dumps(r["trace"], sort_keys=True))
         for r in rows

@@ -18,6 +18,7 @@ from anvil_local.metrics.dag.metric import judgement_question
 from anvil_local.metrics.examples import examples_block
 from anvil_local.metrics.geval import GEval
 from anvil_local.metrics.layout import case_blocks
+from anvil_local.run.results import result_items
 from anvil_local.testcase import SingleTurnParams
 
 pytestmark = pytest.mark.model
@@ -127,7 +128,7 @@ def test_bench_fits_a_calibration_that_eval_then_applies(tmp_path, real_data_dir
         main, ["eval", "--metric", str(metric), "--data", str(data), "--out", str(out)]
     )
     assert run.exit_code in (0, 1), run.output
-    results = [json.loads(x) for x in out.read_text().splitlines()]
+    results = result_items(out)
     assert all("raw_score" in r for r in results)
     assert {r["score"] for r in results if r["raw_score"] == 1.0} == {1.0}
     assert {r["score"] for r in results if r["raw_score"] < 0.5} == {0.0}

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from anvil_local import evaluate
+from anvil_local.run.results import result_items
 from tests.plugin_metric import KeywordMetric
 from tests.test_pipeline import cases, gate, geval
 
@@ -18,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def read(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines()]
+    return result_items(path)  # the result lines, without the metadata line
 
 
 def content(path: Path) -> list[tuple]:

@@ -14,6 +14,7 @@ from anvil_local.models import tuning
 from anvil_local.models.catalogue import default_entry
 from anvil_local.models.resolve import MODEL_ENV
 from anvil_local.paths import DATA_DIR_ENV
+from anvil_local.run.results import result_items
 
 pytestmark = pytest.mark.model
 
@@ -49,7 +50,7 @@ def eval_models(tmp_path: Path, name: str, *extra: str) -> list[dict]:
     args += extra
     result = CliRunner().invoke(main, [*args, "--no-cache", "--no-progress"])
     assert result.exit_code in (0, 1), result.output
-    return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    return result_items(out)
 
 
 def test_tune_measures_records_and_runs_without_model_use_the_choice(

@@ -18,6 +18,7 @@ from anvil_local.metrics.definitions import metric_from_dict, metric_from_wire, 
 from anvil_local.run.dataset import rows_from_cases
 from anvil_local.run.merge import merge_results
 from anvil_local.run.plan import Shard
+from anvil_local.run.results import result_items
 from anvil_local.run.sinks import BaseSink
 from anvil_local.spec import load_metric
 from tests.fakes import FakeJudge
@@ -49,7 +50,7 @@ def cases() -> list[LLMTestCase]:
 
 
 def read(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines()]
+    return result_items(path)  # the result lines, without the metadata line
 
 
 def without_timing(line: dict) -> dict:

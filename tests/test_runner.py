@@ -1,6 +1,5 @@
 """evaluate() on a scripted judge: result lines, resume, cache keys, errors, JUnit."""
 
-import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -9,6 +8,7 @@ import pytest
 from anvil_local import GEval, LLMTestCase, SingleTurnParams, assert_test, evaluate
 from anvil_local.errors import ContextOverflow, DataError
 from anvil_local.run.junit import junit_xml
+from anvil_local.run.results import result_items
 from tests.fakes import FakeJudge
 
 P = [SingleTurnParams.INPUT, SingleTurnParams.ACTUAL_OUTPUT]
@@ -31,7 +31,7 @@ def cases(n: int, doc: str = "doc") -> list[LLMTestCase]:
 
 
 def read(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return result_items(path)  # the result lines, without the metadata line
 
 
 def test_one_complete_line_per_case_and_metric(tmp_path: Path):
@@ -62,8 +62,8 @@ def test_rerun_resumes_without_duplicates(tmp_path: Path):
 def test_a_torn_last_line_is_dropped_and_its_pair_run_again(tmp_path: Path):
     out = tmp_path / "r.jsonl"
     evaluate(cases(2), [metric()], model=FakeJudge(scores=SCORES), out=out, use_cache=False)
-    text = out.read_text().splitlines()
-    out.write_text(text[0] + "\n" + text[1][:25])  # killed in the middle of the second line
+    meta, first, second = out.read_text().splitlines()
+    out.write_text(f"{meta}\n{first}\n{second[:25]}")  # killed in the middle of the second line
     judge = FakeJudge(scores=SCORES)
     evaluate(cases(2), [metric()], model=judge, out=out, use_cache=False)
     assert len(judge.calls) == 1

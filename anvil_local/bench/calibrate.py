@@ -12,6 +12,10 @@ and checked on fold 1 against the raw score:
   check reports Spearman and the mean absolute error against the rescaled label.
 
 The map written into the metric file is exactly the one checked (fitted on fold 0 only).
+
+A features metric (`metrics.features`) gets a head instead of a map (`bench.fit`: logistic or
+linear over its readings, its setting chosen by cross-validation within fold 0), checked the
+same way against the metric's raw score (the mean of its readings).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import numpy as np
 from anvil_local.bench import stats
 from anvil_local.errors import DataError
 from anvil_local.metrics.calibration import ScoreMap
+from anvil_local.metrics.heads import Head
 
 FIT_FOLD, CHECK_FOLD = 0, 1
 
@@ -39,7 +44,7 @@ class CalibrationFit:
     kind: str  # binary | graded
     fit_cases: int
     check_cases: int
-    entry: ScoreMap
+    entry: ScoreMap | Head
     before: dict[str, stats.Estimate]
     after: dict[str, stats.Estimate]
     headline: str  # the statistic whose change is `difference`
@@ -104,8 +109,10 @@ def fit_calibration(
     threshold: float,
     label_range: tuple[float, float],
     source: str,
+    features: tuple[list[str], np.ndarray] | None = None,
 ) -> CalibrationFit:
-    """Fit on fold 0, check on fold 1 (both by document)."""
+    """Fit on fold 0, check on fold 1 (both by document); with `features` (their names and
+    the cases x features matrix), a head over them instead of a map of `raw`."""
     fold = stats.folds(docs)
     fit, check = fold == FIT_FOLD, fold == CHECK_FOLD
     if fit.sum() < 2 or check.sum() < 2:
@@ -118,21 +125,29 @@ def fit_calibration(
     if not binary and hi <= lo:
         raise DataError(f"{metric}: every {label} label is the same; nothing to calibrate")
     target = human if binary else rescale(human, lo, hi)
-    try:
-        scores, values = fit_map(raw[fit], target[fit], binary)
-    except DataError as exc:
-        raise DataError(f"{metric} on {model}: {exc}") from exc
     n_docs = len({d for d, f in zip(docs, fit, strict=True) if f})
-    entry = ScoreMap(
-        tuple(scores),
-        tuple(values),
-        sha256,
-        label=label,
-        fitted_on=f"{source}: {int(fit.sum())} cases of {n_docs} documents (fold 0 of 2)",
-    )
+    fitted_on = f"{source}: {int(fit.sum())} cases of {n_docs} documents (fold 0 of 2)"
     check_docs = [d for d, c in zip(docs, check, strict=True) if c]
     before_score = raw[check]
-    after_score = np.asarray([entry.apply(x) for x in before_score])
+    entry: ScoreMap | Head
+    if features is not None:
+        from anvil_local.bench.fit import as_head
+        from anvil_local.bench.fit import fit as fit_head
+
+        names, matrix = features
+        fit_docs = [d for d, f in zip(docs, fit, strict=True) if f]
+        if len(np.unique(target[fit])) < 2:
+            raise DataError(f"{metric} on {model}: the fit split holds one label only")
+        pipeline, _ = fit_head(matrix[fit], target[fit], fit_docs, binary)
+        entry = as_head(pipeline, names, binary, sha256, label, fitted_on)
+        after_score = np.asarray([entry.score(row) for row in matrix[check]])
+    else:
+        try:
+            scores, values = fit_map(raw[fit], target[fit], binary)
+        except DataError as exc:
+            raise DataError(f"{metric} on {model}: {exc}") from exc
+        entry = ScoreMap(tuple(scores), tuple(values), sha256, label=label, fitted_on=fitted_on)
+        after_score = np.asarray([entry.apply(x) for x in before_score])
     truth = target[check]
     if binary:
         headline = "balanced_accuracy"

@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 
 from anvil_local.bench.calibrate import markdown as calibration_markdown
+from anvil_local.bench.pairwise import bias_text
 from anvil_local.bench.reference import published
 from anvil_local.bench.run import BenchResult, MetricOutcome
 from anvil_local.bench.stats import Estimate
@@ -26,6 +27,12 @@ GRADED_COLUMNS = [
     ("spearman", "Spearman"),
     ("kendall", "Kendall"),
     ("pearson", "Pearson"),
+]
+#: A pairwise metric against a preference: the judge's winner is the preferred one, and the
+#: probability it gave the preferred one.
+PAIRWISE_COLUMNS = [
+    ("agreement", "agreement"),
+    ("preferred_probability", "P(preferred)"),
 ]
 BINARY_COLUMNS = [
     ("auroc", "AUROC"),
@@ -91,6 +98,26 @@ def markdown(result: BenchResult) -> str:
             )
         headers = ["model", "metric", "label", "cases", "errors"]
         headers += [h for _, h in BINARY_COLUMNS] + ["ECE", *cost_headers]
+        parts += [_table(headers, rows), ""]
+    pairwise = [o for o in result.outcomes if o.kind == "pairwise"]
+    if pairwise:
+        rows = []
+        for o in pairwise:
+            agreement = o.agreement
+            disagree = agreement.get("order_disagreement")
+            rows.append(
+                [o.model, o.metric, o.label, str(o.cases), str(o.errors)]
+                + [_fmt(agreement.get(k)) for k, _ in PAIRWISE_COLUMNS]
+                + [
+                    bias_text(agreement.get("position_bias")),
+                    "-" if disagree is None else f"{disagree:.0%}",
+                    f"{agreement.get('preferred_first', 0):.0%}",
+                ]
+                + _cost_cells(o)
+            )
+        headers = ["model", "metric", "label", "cases", "errors"]
+        headers += [h for _, h in PAIRWISE_COLUMNS]
+        headers += ["position bias", "orders disagree", "preferred shown first", *cost_headers]
         parts += [_table(headers, rows), ""]
     if result.comparisons:
         rows = [[c.model, c.statistic, c.a, c.b, _fmt(c.difference)] for c in result.comparisons]
@@ -266,14 +293,15 @@ def html_report(result: BenchResult) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
-    figures = [
-        (
-            "scatter",
-            "Judge score against human label, per metric and model",
-            _scatter(result.outcomes),
-        ),
-        ("agreement", "Agreement with 95% intervals, beside published judges", _agreement(result)),
-    ]
+    scored = [o for o in result.outcomes if o.kind != "pairwise"]  # a winner is no score
+    figures = []
+    if scored:
+        figures.append(
+            ("scatter", "Judge score against human label, per metric and model", _scatter(scored))
+        )
+    figures.append(
+        ("agreement", "Agreement with 95% intervals, beside published judges", _agreement(result))
+    )
     binary = [o for o in result.outcomes if o.kind == "binary"]
     reliability = _reliability(binary) if binary else None
     if reliability is not None:

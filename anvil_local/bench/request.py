@@ -130,3 +130,83 @@ def run_bench(request: BenchRequest, sinks: Sequence[Sink] = ()) -> str:
         paths = write_report(result, request.report_dir)
         text += f"\nreport: {paths['html']} (also {paths['json'].name}, {paths['markdown'].name})\n"
     return text
+
+
+@dataclass(frozen=True)
+class FitRequest:
+    """A head to fit: `metric_file` judged on `data_file` by `model` (None: the default judge)
+    against `label`, limited to `docs` documents or `limit` cases; with `write`, the head is
+    written into the metric file for that model."""
+
+    metric_file: Path
+    data_file: Path
+    label: str
+    model: str | None = None
+    folds: int = 5
+    limit: int | None = None
+    docs: int | None = None
+    use_cache: bool = True
+    threads: int | None = None
+    write: bool = True
+
+
+def run_fit(request: FitRequest, sinks: Sequence[Sink] = ()) -> str:
+    """Judge the cases, fit and cross-validate the head (`bench.fit`), write it; the report
+    as Markdown, followed by a line for the file written."""
+    _need_bench_extra()
+    import numpy as np
+
+    from anvil_local.bench.fit import design, fit_report, markdown
+    from anvil_local.bench.suite import document_of, label_name, labels_of, select
+    from anvil_local.judge.settings import JudgeSettings
+    from anvil_local.metrics.heads import features_of
+    from anvil_local.models.resolve import resolve_model
+    from anvil_local.run.dataset import read_cases
+    from anvil_local.run.evaluate import evaluate
+    from anvil_local.spec import load_metric
+    from anvil_local.spec.files import write_calibration
+
+    metric = load_metric(request.metric_file)
+    rows = select(read_cases(request.data_file), request.docs, request.limit)
+    source = str(request.data_file)
+    human = labels_of(rows, request.label, source)
+    model = resolve_model(request.model, JudgeSettings(threads=request.threads))
+    outcome = evaluate(
+        rows,
+        [metric],
+        model=model,
+        use_cache=request.use_cache,
+        include_reason=False,
+        sinks=list(sinks),
+    )
+    by_case = {line.case_id: line for line in outcome.lines}
+    kept = [
+        (row, h)
+        for row, h in zip(rows, human, strict=True)
+        if row.case_id in by_case and by_case[row.case_id].result.error is None
+    ]
+    errors = len(rows) - len(kept)
+    found = [features_of(by_case[row.case_id].result) for row, _ in kept]
+    matrix = design(
+        found,
+        np.asarray([h for _, h in kept]),
+        [document_of(row) for row, _ in kept],
+        f"{request.metric_file}",
+    )
+    label = label_name(request.label)
+    report = fit_report(
+        matrix,
+        model=model.name,
+        sha256=model.sha256,
+        metric=metric.name,
+        label=label,
+        source=f"{request.data_file.name}",
+        folds=request.folds,
+    )
+    text = markdown(report)
+    if errors:
+        text += f"\n{errors} case(s) errored and were left out.\n"
+    if request.write:
+        write_calibration(request.metric_file, model.name, report.head.to_dict())
+        text += f"\nwrote the {model.name} head of {metric.name!r} to {request.metric_file}\n"
+    return text

@@ -13,12 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from anvil_local.bench import stats
+from anvil_local.bench import pairwise, stats
 from anvil_local.bench.calibrate import CalibrationFit, fit_calibration
+from anvil_local.bench.pairwise import is_pairwise, preferences
 from anvil_local.bench.suite import MetricSpec, document_of, label_name, labels_of
 from anvil_local.errors import DataError
 from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.calibration import score_input
+from anvil_local.metrics.features import FeaturesMetric
+from anvil_local.metrics.heads import features_of
 from anvil_local.run.dataset import CaseRow
 from anvil_local.run.records import ResultLine
 
@@ -26,7 +29,11 @@ log = logging.getLogger(__name__)
 
 #: The statistic that ranks metrics: per-document Spearman where documents hold several cases
 #: (the G-Eval paper's protocol), pooled Spearman otherwise; AUROC for binary labels.
-HEADLINE = {"graded": ("doc_spearman", "spearman"), "binary": ("auroc", "auroc")}
+HEADLINE = {
+    "graded": ("doc_spearman", "spearman"),
+    "binary": ("auroc", "auroc"),
+    "pairwise": ("agreement", "agreement"),  # the judge's winner is the one people preferred
+}
 
 
 @dataclass
@@ -219,9 +226,39 @@ def measure(
     return outcome, pred, human, docs
 
 
+def measure_pairwise(
+    model: str,
+    metric: BaseMetric,
+    label: str,
+    rows: list[CaseRow],
+    lines: dict[str, ResultLine],
+    source: str,
+) -> tuple[MetricOutcome, np.ndarray, np.ndarray, list[str]]:
+    """Agreement of a pairwise metric's winners with a preference label (bench.pairwise)."""
+    agreement, pred, human, docs, kept = pairwise.measure_pairwise(
+        metric, label, rows, lines, source
+    )
+    judged = [lines[r.case_id] for r in rows if r.case_id in lines]
+    outcome = MetricOutcome(
+        model=model,
+        metric=metric.name,
+        label=label_name(label),
+        kind="pairwise",
+        cases=kept,
+        errors=len(rows) - kept,
+        agreement=agreement,
+        cost=_cost([x for x in judged if x.result.error is None]),
+        threshold=metric.threshold,
+        points=list(zip(pred.tolist(), human.tolist(), strict=True)),
+    )
+    return outcome, pred, human, docs
+
+
 def _statistic(name: str, pred: np.ndarray, human: np.ndarray, docs: list[str]):
     """The headline statistic as a function of case indices, for paired bootstraps."""
     groups = stats.doc_groups(docs)
+    if name == "agreement":  # pairwise: `pred` holds each case's credit (1: the preferred won)
+        return lambda i: float(np.mean(pred[i]))
     if name == "auroc":
         return lambda i: stats.auroc(pred[i], human[i])
     if name == "doc_spearman":
@@ -243,8 +280,16 @@ def bench(
     """Score `rows` with every metric on every model, then measure agreement and cost; with
     `fit_calibration`, also fit each metric's score -> label map (see bench.calibrate)."""
     metrics = _distinct(m for m, _ in specs)  # a metric compared with several labels runs once
-    for _, spec in specs:  # every label is there before any model work
-        labels_of(rows, spec.label, source)
+    for metric, spec in specs:  # every label is there before any model work
+        if not is_pairwise(metric):
+            labels_of(rows, spec.label, source)
+            continue
+        if fit_calibration:
+            raise DataError(
+                f"metric {metric.name!r} picks a winner: --fit-calibration fits maps for "
+                "scored metrics only"
+            )
+        preferences(rows, spec.label, source)
     outcomes: list[MetricOutcome] = []
     comparisons: list[Comparison] = []
     runs: list[RunCount] = []
@@ -276,7 +321,8 @@ def bench(
             by_metric.setdefault(line.metric, {})[line.case_id] = line
         series = {}
         for metric, spec in specs:
-            outcome, pred, human, docs = measure(
+            measured = measure_pairwise if is_pairwise(metric) else measure
+            outcome, pred, human, docs = measured(
                 model_name, metric, spec.label, rows, by_metric.get(metric.name, {}), source
             )
             outcomes.append(outcome)
@@ -314,6 +360,11 @@ def _fit(
     kept = [(row, h) for row, h in kept if score_input(lines[row.case_id].result) is not None]
     raw = np.asarray([score_input(lines[row.case_id].result) for row, _ in kept], dtype=float)
     first = lines[kept[0][0].case_id]
+    features = None
+    if isinstance(metric, FeaturesMetric):  # a head over its readings, not a map of their mean
+        found = [features_of(lines[row.case_id].result) for row, _ in kept]
+        names = list(found[0])
+        features = (names, np.asarray([[f[n] for n in names] for f in found], dtype=float))
     return fit_calibration(
         model=outcome.model,
         sha256=first.model_sha256,
@@ -326,6 +377,7 @@ def _fit(
         threshold=metric.threshold,
         label_range=(float(all_labels.min()), float(all_labels.max())),
         source=Path(source).name if source else "",
+        features=features,
     )
 
 

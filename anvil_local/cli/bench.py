@@ -26,26 +26,11 @@ from anvil_local.cli import options
     type=click.Path(path_type=Path),
     help="Labelled cases (JSONL); with --suite, instead of the suite's data.",
 )
-@click.option(
-    "--label",
-    default=None,
-    metavar="labels.NAME",
-    help="The label every --metric is compared with.",
-)
+@options.LABEL
 @options.METRICS
 @options.MODELS
-@click.option(
-    "--limit",
-    type=click.IntRange(2),
-    default=None,
-    help="The first N cases (default: all, or the suite's limit).",
-)
-@click.option(
-    "--docs",
-    type=click.IntRange(1),
-    default=None,
-    help="The cases of the first N documents (default: all, or the suite's docs).",
-)
+@options.LIMIT
+@options.DOCS
 @click.option(
     "--report",
     "report_dir",

@@ -46,8 +46,8 @@ def validate(files: tuple[Path, ...]) -> None:
     default="anvil",
     show_default=True,
     help="anvil: our JSON metric file; deepeval: the DAG JSON DeepEval's "
-    "DeepAcyclicGraph.to_dict() writes (a DAG only); deepeval-upload: the same wrapped "
-    "with the metric's name.",
+    "DeepAcyclicGraph.to_dict() writes (a DAG or a conversational DAG only); "
+    "deepeval-upload: the same wrapped with the metric's name and multiTurn flag.",
 )
 @click.option(
     "--out",
@@ -83,13 +83,12 @@ def export(metric_file: Path, target: str, out_file: Path | None) -> None:
 @options.JUDGE
 def steps(metric_file: Path, model: str | None, **load: Any) -> None:
     """Print a G-Eval metric's evaluation steps as TOML, to pin them in the file."""
-    from anvil_local.metrics import GEval
     from anvil_local.models import open_session
     from anvil_local.spec import load_metric
 
     metric = load_metric(metric_file)
-    if not isinstance(metric, GEval):
-        raise DataError(f"{metric_file}: steps exist only for GEval metrics")
+    if not hasattr(metric, "steps_for"):  # GEval, ConversationalGEval, ArenaGEval
+        raise DataError(f"{metric_file}: steps exist only for G-Eval metrics")
     session = open_session(model, options.settings_from(load))
     found = metric.steps_for(session)
     items = ",\n".join(f"  {json.dumps(s, ensure_ascii=False)}" for s in found)

@@ -76,12 +76,36 @@ def models_pull(name: str, force: bool) -> None:
 @models.command("add")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--name", default=None, help="Catalogue name (default: from the file name).")
-def models_add(path: Path, name: str | None) -> None:
-    """Register a local GGUF file under a name (the file stays where it is)."""
-    from anvil_local.models.catalogue import add_local
+@click.option(
+    "--thinking/--no-thinking",
+    default=False,
+    show_default=True,
+    help="Let a reasoning model think before the text it generates (task nodes, reasons); "
+    "verdicts are always read with thinking off.",
+)
+def models_add(path: Path, name: str | None, thinking: bool) -> None:
+    """Register a local GGUF file under a name (the file stays where it is), and show how
+    the judge prompts it: architecture, chat template, thinking, end-of-turn tokens and how
+    answers are spelled. A model that cannot judge (an encoder) is refused."""
+    from anvil_local.errors import ModelError
+    from anvil_local.judge.native import NativeProbeFailed, describe_file
+    from anvil_local.models.catalogue import add_local, check_gguf
 
-    entry = add_local(path, name)
+    try:
+        report = describe_file(check_gguf(path))
+    except NativeProbeFailed as exc:
+        report, unreadable = None, str(exc)
+    if report is not None and report.unfit:
+        raise ModelError(f"{path.name} is {report.unfit}; a judge must be a chat (decoder) model")
+    entry = add_local(path, name, thinking=thinking)
     click.echo(f"added {entry.name}: {entry.local_path} (sha256 {entry.sha256})")
+    if report is None:
+        click.echo(f"  warning: {unreadable}")
+        return
+    rows = report.lines(entry.thinking)
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        click.echo(f"  {label.ljust(width)}  {value}")
 
 
 @models.command("convert")

@@ -178,6 +178,36 @@ FIELDS = _declare(
     help="Read a test-case field from another column, e.g. actual_output=summary (repeatable).",
 )
 
+LABEL = _declare(
+    "--label",
+    default=None,
+    metavar="labels.NAME",
+    help="The label every --metric is compared with (a key of each case's `labels`).",
+)
+
+LIMIT = _declare(
+    "--limit",
+    type=click.IntRange(2),
+    default=None,
+    help="The first N cases (default: all, or the suite's limit).",
+)
+
+DOCS = _declare(
+    "--docs",
+    type=click.IntRange(1),
+    default=None,
+    help="The cases of the first N documents (default: all, or the suite's docs).",
+)
+
+PAIR = _declare(
+    "--pair",
+    "pairs",
+    multiple=True,
+    metavar="BASE_METRIC=NEW_METRIC",
+    help="Metric BASE_METRIC of the first file is NEW_METRIC in the other files: compare it "
+    "under its new name (its definition may differ; repeatable).",
+)
+
 # -- how a run goes -----------------------------------------------------------------------
 
 NO_CACHE = _declare(

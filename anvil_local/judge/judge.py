@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from anvil_local.errors import ContextOverflow, GenerationError
+from anvil_local.judge.chat import ChatFormat
 from anvil_local.judge.model import ResolvedModel
 from anvil_local.judge.options import argmax_first, option_probabilities
 from anvil_local.judge.prompt import Prompt
@@ -36,6 +37,10 @@ from anvil_local.judge.trie import PromptTrie
 log = logging.getLogger(__name__)
 
 
+#: The most tokens a reasoning model may think before its answer, when thinking is on.
+THINK_BUDGET = 1024
+
+
 class Runtime(Protocol):
     """What the judge needs from a model (LlamaRuntime; a fake in unit tests)."""
 
@@ -43,11 +48,13 @@ class Runtime(Protocol):
     end_ids: tuple[int, ...]
     bos_id: int
     add_bos: bool
+    space_prefix: bool
 
     @property
     def chat_template(self) -> str | None: ...
     def tokenize(self, text: str, special: bool) -> list[int]: ...
-    def detokenize(self, tokens: Sequence[int]) -> str: ...
+    def detokenize(self, tokens: Sequence[int], special: bool = False) -> str: ...
+    def is_special(self, token: int) -> bool: ...
     def evaluate(
         self, tokens: Sequence[int], exact: bool = True
     ) -> tuple[np.ndarray, int, int]: ...
@@ -63,11 +70,17 @@ class Judge:
     ) -> None:
         self.runtime = runtime
         self.model = model
-        self.template = template or render_parts(runtime.chat_template)
-        self._head = ([runtime.bos_id] if runtime.add_bos else []) + runtime.tokenize(
-            self.template.head, special=True
-        )
-        self._tail = runtime.tokenize(self.template.tail, special=True)
+        self.template = template or model_template(runtime)
+        if self.template.source == "plain":
+            log.warning(
+                "%s: prompting with the plain layout, without chat turns: %s",
+                model.name,
+                self.template.reason,
+            )
+        self.format = ChatFormat(runtime, self.template)
+        self.thinking = bool(model.settings.thinking) and self.format.think_tail is not None
+        self._head = self.format.head
+        self._tail = self.format.tail
         self._block_cache: OrderedDict[str, list[int]] = OrderedDict()
         self.usage = Usage()
         self.trie = PromptTrie()  # every sequence evaluated, for the distinct-token count
@@ -92,7 +105,7 @@ class Judge:
     def _block_tokens(self, text: str) -> list[int]:
         cached = self._block_cache.get(text)
         if cached is None:
-            cached = self.runtime.tokenize(text, special=False)
+            cached = self.format.fragment(text, special=False)
             self._block_cache[text] = cached
             if len(self._block_cache) > 512:
                 self._block_cache.popitem(last=False)
@@ -105,12 +118,17 @@ class Judge:
         tokens = list(self._head)
         for block in prompt.blocks:
             tokens += self._block_tokens(block)
-        tokens += self.runtime.tokenize(prompt.question, special=False)
+        tokens += self.format.fragment(prompt.question, special=False)
         tokens += self._tail
         return tokens
 
-    def _checked_tokens(self, prompt: Prompt, answer_budget: int) -> list[int]:
+    def _checked_tokens(
+        self, prompt: Prompt, answer_budget: int, thinking: bool = False
+    ) -> list[int]:
         tokens = self.prompt_tokens(prompt)
+        if thinking:  # the tail that lets the model think instead
+            assert self.format.think_tail is not None
+            tokens = tokens[: len(tokens) - len(self._tail)] + self.format.think_tail
         if len(tokens) + answer_budget > self.runtime.n_ctx:
             raise ContextOverflow(len(tokens) + answer_budget, self.runtime.n_ctx, prompt.case_id)
         return tokens
@@ -132,7 +150,7 @@ class Judge:
         stripped = [label.strip() for label in labels]
         if len(set(stripped)) != len(stripped):
             raise ValueError(f"options must be distinct: {list(labels)}")
-        sequences = [self.runtime.tokenize(s, special=False) for s in stripped]
+        sequences = [self.format.option_tokens(s) for s in stripped]
         tokens = self._checked_tokens(prompt, max(len(s) for s in sequences) + 1)
         root, reused, evaluated = self.runtime.evaluate(tokens)
         extra = 0
@@ -145,7 +163,7 @@ class Judge:
             distinct += self.trie.add(tokens + list(path))
             return logits
 
-        probs, _ = option_probabilities(sequences, root, logits_after, self.runtime.end_ids)
+        probs, _ = option_probabilities(sequences, root, logits_after, self.format.end_ids)
         usage = self._record(Usage(len(tokens), reused, evaluated + extra, 1, distinct))
         return ChoiceResult(
             options=labels,
@@ -166,7 +184,7 @@ class Judge:
         """How likely the model finds `continuation` as its answer to `prompt`: the
         log-probability of each of its tokens, read in one pass (no generation)."""
         start = time.perf_counter()
-        answer = self.runtime.tokenize(continuation, special=False)
+        answer = self.format.answer_tokens(continuation)
         if not answer:
             raise ValueError("likelihood() needs a non-empty continuation")
         tokens = self._checked_tokens(prompt, len(answer))
@@ -186,18 +204,36 @@ class Judge:
     ) -> GenerationResult:
         """Greedy text of at most `max_tokens` tokens; with `schema` (JSON schema) or `regex`
         the text is constrained by a grammar and must complete inside the budget. Text ends
-        before the first `stop` string that appears (which counts as finishing)."""
+        before the first `stop` string that appears (which counts as finishing).
+
+        With thinking on (a reasoning model whose catalogue entry or settings ask for it),
+        the model first thinks, unconstrained, for up to THINK_BUDGET tokens; its reasoning
+        is closed the way its template closes it, and the answer that follows is the text
+        returned (the budget, grammar and stop strings apply to the answer alone)."""
         start = time.perf_counter()
-        tokens = self._checked_tokens(prompt, max_tokens)
+        tokens = self._checked_tokens(prompt, max_tokens, thinking=self.thinking)
         processor = None
         if schema is not None:
             processor = self.runtime.grammars().json_schema(schema)
         elif regex is not None:
             processor = self.runtime.grammars().regex(regex)
-        out, finished, reused, evaluated = self._greedy(tokens, max_tokens, processor, stop)
+        reused = evaluated = 0
+        if self.thinking:
+            budget = self.runtime.n_ctx - len(tokens) - max_tokens - 16
+            thought, _, reused, evaluated = self._greedy(
+                tokens, max(0, min(THINK_BUDGET, budget)), None, [self.format.think_stop], True
+            )
+            reasoning = self.runtime.detokenize(thought, special=True)
+            tokens = tokens + thought + self.format.think_bridge(reasoning)
+            if len(tokens) + max_tokens > self.runtime.n_ctx:
+                raise ContextOverflow(len(tokens) + max_tokens, self.runtime.n_ctx, prompt.case_id)
+        out, finished, again, more = self._greedy(tokens, max_tokens, processor, stop)
+        reused, evaluated = (again, more) if not self.thinking else (reused, evaluated + more)
         distinct = self.trie.add(tokens + out)
         usage = self._record(Usage(len(tokens), reused, evaluated, 1, distinct))
-        text = self.runtime.detokenize(out)
+        text = self.format.answer_text(self.runtime.detokenize(out))
+        if self.thinking:
+            text = text.lstrip("\n")  # the newlines a template puts after its reasoning
         cut = min((i for i in (text.find(x) for x in stop if x) if i >= 0), default=-1)
         if cut >= 0:
             text, finished = text[:cut], True
@@ -208,18 +244,23 @@ class Judge:
         return GenerationResult(text, len(out), finished, usage, time.perf_counter() - start)
 
     def _greedy(
-        self, tokens: list[int], max_tokens: int, processor: Any = None, stop: Sequence[str] = ()
+        self,
+        tokens: list[int],
+        max_tokens: int,
+        processor: Any = None,
+        stop: Sequence[str] = (),
+        special: bool = False,
     ) -> tuple[list[int], bool, int, int]:
         """Greedy decode after `tokens` (masked by a grammar processor if given), until an end
-        token, the budget, or a `stop` string in the text; returns (new tokens, ended by
-        itself, tokens reused, tokens evaluated)."""
+        token, the budget, or a `stop` string in the text (control tokens written out if
+        `special`); returns (new tokens, ended by itself, tokens reused, tokens evaluated)."""
         if processor is not None:
             processor.reset()
         logits, reused, evaluated = self.runtime.evaluate(tokens)
         sequence = list(tokens)
         out: list[int] = []
-        end_ids = set(self.runtime.end_ids)
-        while True:
+        end_ids = set(self.format.end_ids)
+        while len(out) < max_tokens:
             if processor is not None:
                 logits = processor(np.asarray(sequence, dtype=np.int64), logits)
             token = int(np.argmax(logits))
@@ -227,12 +268,13 @@ class Judge:
                 return out, True, reused, evaluated
             out.append(token)
             sequence.append(token)
-            if stop and any(x and x in self.runtime.detokenize(out) for x in stop):
+            if stop and any(x and x in self.runtime.detokenize(out, special) for x in stop):
                 return out, True, reused, evaluated
             if len(out) >= max_tokens:
-                return out, False, reused, evaluated
+                break
             logits, _, n = self.runtime.evaluate(sequence, exact=False)
             evaluated += n
+        return out, False, reused, evaluated
 
     def decode_choice(self, prompt: Prompt, options: Sequence[str]) -> str:
         """What a greedy decoder constrained to `options` answers: an outlines grammar (built
@@ -245,4 +287,14 @@ class Judge:
         processor = self.runtime.grammars().choice(stripped)
         out, _, reused, evaluated = self._greedy(tokens, budget, processor)
         self._record(Usage(len(tokens), reused, evaluated, 1, self.trie.add(tokens + out)))
-        return self.runtime.detokenize(out)
+        return self.format.answer_text(self.runtime.detokenize(out))
+
+
+def model_template(runtime: Runtime) -> TemplateParts:
+    """The model's own chat template split for judging, with its BOS and EOS texts."""
+
+    def text(token: int) -> str:
+        return runtime.detokenize([token], special=True) if token >= 0 else ""
+
+    eos = runtime.end_ids[0] if runtime.end_ids else -1
+    return render_parts(runtime.chat_template, bos_token=text(runtime.bos_id), eos_token=text(eos))

@@ -19,9 +19,13 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from anvil_local.errors import NativeCrash, NativeProbeFailed
 from anvil_local.paths import cache_dir
+
+if TYPE_CHECKING:
+    from anvil_local.judge.report import ModelReport
 
 log = logging.getLogger(__name__)
 
@@ -239,6 +243,30 @@ def probe(
         threads=report.get("threads", threads),
         n_params=report.get("n_params"),
     )
+
+
+def describe_file(model_path: Path) -> ModelReport:
+    """What the judge sees in a GGUF (architecture, chat template, thinking, end-of-turn
+    tokens, how answers are spelled), read in a child process from a vocab-only load."""
+    from anvil_local.judge.report import ModelReport
+
+    argv = [sys.executable, "-m", "anvil_local.judge.describe", str(model_path)]
+    try:
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=CHILD_TIMEOUT
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise NativeProbeFailed(
+            f"reading {model_path.name} took over {CHILD_TIMEOUT:.0f} s"
+        ) from exc
+    if done.returncode < 0:
+        raise NativeCrash(crash_message(-done.returncode, model_path))
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = [x for x in (done.stderr or done.stdout or "").strip().splitlines() if x.strip()]
+        reason = tail[-1] if tail else f"exit status {done.returncode}"
+        raise NativeProbeFailed(f"llama.cpp cannot read {model_path.name}: {reason}")
+    return ModelReport.from_json(lines[-1])
 
 
 def _verdict_path(key: str) -> Path:

@@ -1,5 +1,9 @@
 """The llama.cpp side of the judge: load a GGUF, tokenize, evaluate with KV-prefix reuse.
 
+`LlamaVocab` is the tokenizer and chat metadata alone (a `vocab_only` load: what `anvil
+doctor`, `anvil models add` and the template compatibility test read); `LlamaRuntime` adds
+the weights and evaluation.
+
 `evaluate(tokens)` keeps the longest common prefix with the previous call in the KV cache and
 decodes only the rest, then returns the next-token logits read straight from llama.cpp
 (`llama_get_logits_ith`), so no `logits_all` array is needed.
@@ -15,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from anvil_local.errors import ModelError, ModelLoadError
+from anvil_local.judge.architecture import unfit_reason
 from anvil_local.judge.native import ensure_native_ok
 from anvil_local.judge.settings import JudgeSettings
 
@@ -53,7 +58,96 @@ def batches(count: int, size: int) -> list[int]:
     return sizes
 
 
-class LlamaRuntime:
+class LlamaVocab:
+    """A GGUF's tokenizer and chat metadata (`vocab_only` loads only these, in a moment)."""
+
+    def __init__(self, path: Path, llama=None) -> None:
+        import llama_cpp
+
+        self._llama_cpp = llama_cpp
+        if llama is None:
+            try:
+                llama = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+            except (ValueError, RuntimeError) as exc:
+                raise ModelLoadError(f"cannot load model {path}: {exc}") from exc
+        self.llama = llama
+        self.path = path
+        self.n_vocab = llama.n_vocab()
+        self.metadata: dict[str, str] = dict(llama.metadata)
+        unfit = unfit_reason(self.metadata)
+        if unfit is not None:
+            raise ModelLoadError(f"{path.name} is {unfit}; a judge must be a chat (decoder) model")
+        self._vocab = llama_cpp.llama_model_get_vocab(llama.model)
+        self.end_ids = self._end_tokens()
+        self.bos_id = llama.token_bos()
+        self.add_bos = self.metadata.get("tokenizer.ggml.add_bos_token", "false") == "true"
+        self.space_prefix = self._adds_space_prefix()
+
+    def _end_tokens(self) -> tuple[int, ...]:
+        lib = self._llama_cpp
+        ids = []
+        for token in (lib.llama_vocab_eos(self._vocab), lib.llama_vocab_eot(self._vocab)):
+            valid = 0 <= token < self.n_vocab and lib.llama_vocab_is_eog(self._vocab, token)
+            if valid and token not in ids:
+                ids.append(token)
+        if not ids:
+            raise ModelLoadError("the model defines no end-of-generation token")
+        return tuple(ids)
+
+    def _adds_space_prefix(self) -> bool:
+        """Whether the tokenizer writes a space before text that opens a fragment
+        (SentencePiece's dummy prefix: "Yes" alone becomes " Yes")."""
+        tokens = self.tokenize("a", special=False)
+        return bool(tokens) and self.piece(tokens[0]).startswith(b" ")
+
+    @property
+    def chat_template(self) -> str | None:
+        return self.metadata.get("tokenizer.chat_template")
+
+    def tokenize(self, text: str, special: bool) -> list[int]:
+        """Tokens of `text`; control-token strings become control tokens only if `special`."""
+        if not text:
+            return []
+        return self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=special)
+
+    def piece(self, token: int, special: bool = False) -> bytes:
+        """The bytes of one token (no 32-byte limit, unlike Llama.detokenize); control tokens
+        are written out only if `special`."""
+        size = 64
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            n = self._llama_cpp.llama_token_to_piece(self._vocab, token, buf, size, 0, special)
+            if n >= 0:
+                return buf.raw[:n]
+            size = -n
+
+    def detokenize(self, tokens: Sequence[int], special: bool = False) -> str:
+        return b"".join(self.piece(t, special) for t in tokens).decode("utf-8", errors="replace")
+
+    def is_special(self, token: int) -> bool:
+        """A control or user-defined token (a turn marker, not text)."""
+        lib = self._llama_cpp
+        attr = lib.llama_vocab_get_attr(self._vocab, token)
+        return bool(attr & (lib.LLAMA_TOKEN_ATTR_CONTROL | lib.LLAMA_TOKEN_ATTR_USER_DEFINED))
+
+    def is_control(self, token: int) -> bool:
+        """A control token: llama.cpp never makes one from text tokenized without `special`."""
+        lib = self._llama_cpp
+        return bool(lib.llama_vocab_get_attr(self._vocab, token) & lib.LLAMA_TOKEN_ATTR_CONTROL)
+
+    def is_end(self, token: int) -> bool:
+        """llama.cpp counts `token` as an end of generation."""
+        return 0 <= token < self.n_vocab and bool(
+            self._llama_cpp.llama_vocab_is_eog(self._vocab, token)
+        )
+
+    def close(self) -> None:
+        llama, self.llama = self.llama, None
+        if llama is not None:
+            llama.close()
+
+
+class LlamaRuntime(LlamaVocab):
     """One loaded model with one KV sequence. Not thread-safe: one per process."""
 
     def __init__(self, path: Path, settings: JudgeSettings) -> None:
@@ -62,9 +156,8 @@ class LlamaRuntime:
         ensure_native_ok(path, threads, settings.n_gpu_layers)
         import llama_cpp
 
-        self._llama_cpp = llama_cpp
         try:
-            self.llama = llama_cpp.Llama(
+            llama = llama_cpp.Llama(
                 model_path=str(path),
                 n_ctx=settings.n_ctx,
                 n_batch=settings.n_batch,
@@ -79,53 +172,18 @@ class LlamaRuntime:
             )
         except (ValueError, RuntimeError) as exc:
             raise ModelLoadError(f"cannot load model {path}: {exc}") from exc
-        self.n_ctx = self.llama.n_ctx()
+        try:
+            super().__init__(path, llama)
+        except ModelLoadError:
+            llama.close()
+            raise
+        self.n_ctx = llama.n_ctx()
         self.n_batch = settings.n_batch
-        self.n_vocab = self.llama.n_vocab()
-        self.metadata: dict[str, str] = dict(self.llama.metadata)
-        self._vocab = llama_cpp.llama_model_get_vocab(self.llama.model)
-        self.end_ids = self._end_tokens()
-        self.bos_id = self.llama.token_bos()
-        self.add_bos = self.metadata.get("tokenizer.ggml.add_bos_token", "false") == "true"
         self._tokens: list[int] = []
         self._exact = 0  # leading cache entries computed as a cold evaluation would
         # the last `logprobs` call (its token list, start, values), while the cache holds it
         self._scored: tuple[list[int], int, list[float]] | None = None
         self._grammars = None
-
-    def _end_tokens(self) -> tuple[int, ...]:
-        lib = self._llama_cpp
-        ids = []
-        for token in (lib.llama_vocab_eos(self._vocab), lib.llama_vocab_eot(self._vocab)):
-            valid = 0 <= token < self.n_vocab and lib.llama_vocab_is_eog(self._vocab, token)
-            if valid and token not in ids:
-                ids.append(token)
-        if not ids:
-            raise ModelLoadError("the model defines no end-of-generation token")
-        return tuple(ids)
-
-    @property
-    def chat_template(self) -> str | None:
-        return self.metadata.get("tokenizer.chat_template")
-
-    def tokenize(self, text: str, special: bool) -> list[int]:
-        """Tokens of `text`; control-token strings become control tokens only if `special`."""
-        if not text:
-            return []
-        return self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=special)
-
-    def piece(self, token: int) -> bytes:
-        """The bytes of one token (no 32-byte limit, unlike Llama.detokenize)."""
-        size = 64
-        while True:
-            buf = ctypes.create_string_buffer(size)
-            n = self._llama_cpp.llama_token_to_piece(self._vocab, token, buf, size, 0, False)
-            if n >= 0:
-                return buf.raw[:n]
-            size = -n
-
-    def detokenize(self, tokens: Sequence[int]) -> str:
-        return b"".join(self.piece(t) for t in tokens).decode("utf-8", errors="replace")
 
     def evaluate(self, tokens: Sequence[int], exact: bool = True) -> tuple[np.ndarray, int, int]:
         """Logits after `tokens`; returns (logits, tokens reused, tokens evaluated).

@@ -25,6 +25,11 @@ class JudgeSettings:
 
     n_gpu_layers offloads layers to a GPU; it needs llama-cpp-python built with CUDA:
     `CMAKE_ARGS="-DGGML_CUDA=on" pip install --force-reinstall --no-cache-dir llama-cpp-python`.
+
+    `thinking` lets a reasoning model think before the text it generates (task nodes,
+    reasons, G-Eval steps); verdicts and scores are always read with thinking off. None
+    means "the model's own setting": resolving a catalogue model takes its entry's
+    `thinking` (off unless the entry says `thinking = true`).
     """
 
     n_ctx: int = 4096
@@ -32,6 +37,7 @@ class JudgeSettings:
     n_batch: int = 512
     n_gpu_layers: int = 0
     seed: int = 0
+    thinking: bool | None = None
 
     def thread_count(self) -> int:
         """The threads llama.cpp runs with: the chosen count, else all cores (no lookup)."""

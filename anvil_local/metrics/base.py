@@ -107,6 +107,9 @@ class BaseMetric(ABC):
     #: run case-major, sharing the case's prefix across their calls. An instance may differ
     #: from its class (a G-Eval panel member opens with the definitions: case-major).
     metric_major: bool = False
+    #: The kind of test case the metric judges (a conversation, an arena): the run refuses
+    #: any other kind before judging.
+    case_type: ClassVar[type] = LLMTestCase
 
     score: float | None = None
     success: bool | None = None
@@ -129,6 +132,11 @@ class BaseMetric(ABC):
         """Before a prefix group's pairs run: read prompts that are not part of the group's
         shared prefix (and would evict it between cases) for all its cases at once, kept in
         the session for `run` to find. Nothing by default; results must not depend on it."""
+        return None
+
+    def check_case(self, case: Any) -> None:
+        """Raise an AnvilError when this metric cannot judge `case` (checked for every case
+        before a run judges any): a conversation shorter than a turn window, say."""
         return None
 
     @abstractmethod

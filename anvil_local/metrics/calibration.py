@@ -11,7 +11,9 @@ Two kinds, both optional:
   score to its human label on a labelled split and writes it into the metric file, one map per
   judge model. At run time the map turns the raw score into the calibrated one; the raw score
   is kept in the result (`raw_score`). Maps are applied to a top-level metric's result, after
-  the cache (the cache keeps raw results, so fitting a map never re-judges a case).
+  the cache (the cache keeps raw results, so fitting a map never re-judges a case). A fitted
+  head (`heads.Head`, from `anvil fit`) sits in the same table and is applied the same way: it
+  reads several features of the result instead of its one score.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from anvil_local.errors import MetricDefinitionError
 from anvil_local.judge.options import argmax_first
 from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.results import ChoiceResult, Usage
+from anvil_local.metrics.heads import HEAD_KINDS, Head
 from anvil_local.metrics.result import MetricResult
 from anvil_local.testcase import LLMTestCase, SingleTurnParams
 
@@ -173,23 +176,23 @@ class ScoreMap:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Fitted maps by model name (the name a results line carries)."""
+    """Fitted maps or heads by model name (the name a results line carries)."""
 
-    maps: dict[str, ScoreMap]
+    maps: dict[str, ScoreMap | Head]
 
     @classmethod
     def from_dict(cls, data: Any) -> Calibration:
         if not isinstance(data, dict) or not data:
             raise MetricDefinitionError("'calibration' must be a table of maps by model name")
-        return cls({str(name): ScoreMap.from_dict(entry, name) for name, entry in data.items()})
+        return cls({str(name): _entry(entry, str(name)) for name, entry in data.items()})
 
     def to_dict(self) -> dict[str, Any]:
         return {name: entry.to_dict() for name, entry in self.maps.items()}
 
     def for_model(
         self, name: str, sha256: str, source: tuple[str, str] | None = None
-    ) -> ScoreMap | None:
-        """The map fitted for this model file; None (with a warning) if it was fitted for
+    ) -> ScoreMap | Head | None:
+        """The map (or head) fitted for this model file; None (with a warning) if it was fitted for
         another file under the same name. `source` is the (name, sha256) of the model a
         precision-keeping conversion came from: its map serves the converted file too."""
         entry = self.maps.get(name)
@@ -209,6 +212,13 @@ class Calibration:
             )
             return None
         return entry
+
+
+def _entry(data: Any, model: str) -> ScoreMap | Head:
+    """A table of the calibration: a head when it names its kind, else a score map."""
+    if isinstance(data, dict) and data.get("kind") in HEAD_KINDS:
+        return Head.from_dict(data, model)
+    return ScoreMap.from_dict(data, model)
 
 
 def score_input(result: MetricResult) -> float | None:
@@ -235,9 +245,20 @@ def calibrate(
     entry = calibration.for_model(model_name, sha256, source)
     if entry is None:
         return result
-    raw = score_input(result)
-    assert raw is not None
-    score = entry.apply(raw)
+    if isinstance(entry, Head):
+        headed = entry.apply(result)
+        if headed is None:
+            log.warning(
+                "%s: the result lacks a feature the head for %s reads; left unfitted",
+                result.metric,
+                model_name,
+            )
+            return result
+        score = headed
+    else:
+        raw = score_input(result)
+        assert raw is not None
+        score = entry.apply(raw)
     return dataclasses.replace(
         result, score=score, success=score >= result.threshold, raw_score=result.score
     )

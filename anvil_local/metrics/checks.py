@@ -156,6 +156,29 @@ def ordered(text: str, source: Any = None, *, terms: list[str], ignore_case=Fals
     return all(p >= 0 for p in positions) and positions == sorted(positions)
 
 
+def _two_patterns(first: Any = None, then: Any = None, ignore_case: Any = False, **_: Any) -> None:
+    for key, pattern in (("first", first), ("then", then)):
+        try:
+            _pattern(pattern, ignore_case)
+        except MetricDefinitionError as exc:
+            raise MetricDefinitionError(f"'{key}': {exc}") from None
+
+
+@register_check("precedes", _two_patterns)
+def precedes(
+    text: str, source: Any = None, *, first: str, then: str, ignore_case: bool = False
+) -> bool:
+    """Nothing matches `then` before something matches `first`: the first match of `first`
+    starts before the first match of `then`, or `then` never matches (on a conversation: the
+    assistant asked for the order number before it promised a refund, if it promised one)."""
+    flags = _flags(ignore_case) | re.MULTILINE
+    later = re.search(then, text, flags)
+    if later is None:
+        return True
+    earlier = re.search(first, text, flags)
+    return earlier is not None and earlier.start() < later.start()
+
+
 @register_check("misplaced", _term_list)
 def misplaced(text: str, source: Any = None, *, terms: list[str], ignore_case=False) -> float:
     """How many of the terms are not at their position: the terms ordered by first

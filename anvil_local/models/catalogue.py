@@ -43,6 +43,8 @@ class ModelEntry:
     notes: str = ""
     default: bool = False
     in_place: bool = False  # a local file registered by `anvil models add`, used where it is
+    # a reasoning model thinks before the text it generates (verdicts are read thinking off)
+    thinking: bool = False
     format: str = ""  # the weight format (Q4_1, Q8_0, ...), where the entry states it
     # a file written by `anvil models convert`: the model it came from, and with what
     source: str = ""
@@ -123,14 +125,21 @@ def sha256_file(path: Path, progress=None) -> str:
     return digest.hexdigest()
 
 
-def add_local(path: Path, name: str | None = None) -> ModelEntry:
-    """Register a GGUF file in place under a name; records its size and sha256."""
+def check_gguf(path: Path) -> Path:
+    """The resolved path of a GGUF file; ModelError if there is none or it is not GGUF."""
     path = path.expanduser().resolve()
     if not path.is_file():
         raise ModelError(f"no such file: {path}")
     with path.open("rb") as handle:
         if handle.read(4) != b"GGUF":
             raise ModelError(f"{path} is not a GGUF file")
+    return path
+
+
+def add_local(path: Path, name: str | None = None, thinking: bool = False) -> ModelEntry:
+    """Register a GGUF file in place under a name; records its size and sha256, and
+    whether the model thinks before the text it generates."""
+    path = check_gguf(path)
     name = name or re.sub(r"[^a-z0-9._-]+", "-", path.stem.lower()).strip("-.")
     if not _NAME_RE.match(name):
         raise ModelError(f"invalid model name {name!r}: use lowercase letters, digits, . _ -")
@@ -145,6 +154,7 @@ def add_local(path: Path, name: str | None = None) -> ModelEntry:
         parts=(Part(path=str(path)),),
         description=f"local file {path}",
         in_place=True,
+        thinking=thinking,
     )
     folder = user_catalogue_dir()
     folder.mkdir(parents=True, exist_ok=True)
@@ -154,8 +164,7 @@ def add_local(path: Path, name: str | None = None) -> ModelEntry:
         f"file = {_toml_str(entry.file)}\n"
         f"size = {entry.size}\n"
         f'sha256 = "{entry.sha256}"\n'
-        "in_place = true\n"
-        "\n[[parts]]\n"
+        "in_place = true\n" + ("thinking = true\n" if thinking else "") + "\n[[parts]]\n"
         f"path = {_toml_str(str(path))}\n"
     )
     (folder / f"{name}.toml").write_text(text, encoding="utf-8")
@@ -179,6 +188,7 @@ def add_converted(
         kind=source.kind,
         chat_template=source.chat_template,
         in_place=True,
+        thinking=source.thinking,
         source=source.name,
         source_sha256=source.sha256,
         format=fmt,
@@ -200,6 +210,7 @@ def add_converted(
     ]
     text = "".join(f"{key} = {_toml_str(value)}\n" for key, value in fields if value)
     text += f'size = {entry.size}\nsha256 = "{entry.sha256}"\nin_place = true\n'
+    text += "thinking = true\n" if entry.thinking else ""
     text += f"\n[[parts]]\npath = {_toml_str(str(path))}\n"
     (folder / f"{name}.toml").write_text(text, encoding="utf-8")
     return entry

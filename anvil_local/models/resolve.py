@@ -4,7 +4,8 @@
 path, a ResolvedModel, or nothing) into the one `ResolvedModel` a run carries: nothing means
 ANVIL_MODEL when set, else this host's tuned default judge (tuned on first use); a catalogue
 name is pulled on first use; the thread count is the one given, else the host's tuned count
-(else all cores) split over the run's workers. Nothing below this resolves again.
+(else all cores) split over the run's workers; thinking is the one given, else the catalogue
+entry's (`thinking = true`), else off. Nothing below this resolves again.
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ def resolve_model(
 ) -> ResolvedModel:
     """The run's model (see the module docstring). `tune` False never measures the host
     (an untuned host then gets the shipped file)."""
-    if isinstance(spec, ResolvedModel):
-        model = spec if settings is None else spec.with_settings(settings)
-    else:
-        model = _identify(spec, tune).with_settings(settings or JudgeSettings())
+    found = spec if isinstance(spec, ResolvedModel) else _identify(spec, tune)
+    given = settings or (found.settings if isinstance(spec, ResolvedModel) else JudgeSettings())
+    if given.thinking is None:  # the model's own setting (its catalogue entry)
+        given = replace(given, thinking=bool(found.settings.thinking))
+    model = found.with_settings(given)
     if model.settings.threads is None:
         threads = max(1, (tuned_threads() or default_threads()) // max(1, workers))
         model = model.with_settings(replace(model.settings, threads=threads))
@@ -61,8 +63,9 @@ def _identify(spec: str | os.PathLike | None, tune: bool) -> ResolvedModel:
             faithful = keeps_precision(get_entry(entry.source).format, entry.format)
         except ModelError:
             faithful = False
+    settings = JudgeSettings(thinking=entry.thinking if entry is not None else False)
     return ResolvedModel(
-        name, str(path), sha or sha256_file(path), JudgeSettings(), source, source_sha, faithful
+        name, str(path), sha or sha256_file(path), settings, source, source_sha, faithful
     )
 
 

@@ -14,10 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from anvil_local.arena import ARENA_FIELDS, ArenaTestCase
+from anvil_local.conversation import ALIASES, CONVERSATION_FIELDS, ConversationalTestCase
 from anvil_local.errors import DataError, not_utf8
-from anvil_local.testcase import LLMTestCase, SingleTurnParams
+from anvil_local.testcase import CASE_FIELDS, LLMTestCase
 
-_CASE_FIELDS = {p.value for p in SingleTurnParams} | {"id", "name", "tags", "metadata"}
+#: Any kind of test case a case file holds: a single-turn case, a conversation (`turns`),
+#: or an arena of contestants (`contestants`).
+TestCase = LLMTestCase | ConversationalTestCase | ArenaTestCase
+_CASE_FIELDS = set(CASE_FIELDS)
+_KNOWN_FIELDS = _CASE_FIELDS | set(CONVERSATION_FIELDS) | set(ARENA_FIELDS)
 # CSV cells may hold whole documents: lift the csv module's 128 KiB default cell limit.
 csv.field_size_limit(2**31 - 1)
 
@@ -28,7 +34,7 @@ class CaseRow:
 
     position: int
     line: int
-    case: LLMTestCase
+    case: TestCase
 
     @property
     def case_id(self) -> str:
@@ -43,26 +49,38 @@ def parse_field_map(items: Iterable[str]) -> dict[str, str]:
         target, column = target.strip(), column.strip()
         if not sep or not target or not column:
             raise DataError(f"--field expects param=column, got {item!r}")
-        if target not in _CASE_FIELDS:
+        if target not in _KNOWN_FIELDS:
             raise DataError(
                 f"--field {item!r}: {target!r} is not a test-case field "
-                f"(one of: {', '.join(sorted(_CASE_FIELDS))})"
+                f"(one of: {', '.join(sorted(_KNOWN_FIELDS))})"
             )
         mapping[target] = column
     return mapping
 
 
-def case_from_row(row: dict[str, Any], mapping: dict[str, str], where: str) -> LLMTestCase:
+def case_from_row(row: dict[str, Any], mapping: dict[str, str], where: str) -> TestCase:
+    """The case a row describes: a conversation when it has `turns`, an arena when it has
+    `contestants`, else a single-turn case. Columns that are not fields of its kind go to
+    its metadata."""
     if not isinstance(row, dict):
         raise DataError(f"{where}: a test case must be a JSON object")
     _check_unicode(row, where)
+    if mapping.get("turns", "turns") in row:
+        row = {ALIASES.get(k, k): v for k, v in row.items()}
+        cls, fields = ConversationalTestCase, CONVERSATION_FIELDS
+    elif mapping.get("contestants", "contestants") in row:
+        cls, fields = ArenaTestCase, ARENA_FIELDS
+    else:
+        cls, fields = LLMTestCase, CASE_FIELDS
     used_columns = set()
     kwargs: dict[str, Any] = {}
-    for name in _CASE_FIELDS:
+    for name in fields:
         column = mapping.get(name, name)
         if column in row and row[column] is not None and row[column] != "":
             kwargs[name] = row[column]
             used_columns.add(column)
+    if kwargs.get("metadata") is not None and not isinstance(kwargs["metadata"], dict):
+        raise DataError(f"{where}: metadata must be an object")
     extra = {k: v for k, v in row.items() if k not in used_columns}
     if extra:
         kwargs["metadata"] = {**extra, **(kwargs.get("metadata") or {})}
@@ -75,9 +93,18 @@ def case_from_row(row: dict[str, Any], mapping: dict[str, str], where: str) -> L
     if isinstance(kwargs.get("tags"), str):
         kwargs["tags"] = [kwargs["tags"]]
     try:
-        return LLMTestCase(**kwargs)
+        return cls(**kwargs)
     except DataError as exc:
         raise DataError(f"{where}: {exc}") from exc
+
+
+def case_from_dict(data: dict[str, Any]) -> TestCase:
+    """A case as its `to_dict()` wrote it (workers receive cases this way)."""
+    if "turns" in data:
+        return ConversationalTestCase.from_dict(data)
+    if "contestants" in data:
+        return ArenaTestCase.from_dict(data)
+    return LLMTestCase.from_dict(data)
 
 
 def _check_unicode(row: dict[str, Any], where: str) -> None:
@@ -153,13 +180,16 @@ def read_cases(path: str | Path, mapping: dict[str, str] | None = None) -> list[
     return rows
 
 
-def rows_from_cases(cases: Iterable[LLMTestCase]) -> list[CaseRow]:
+def rows_from_cases(cases: Iterable[TestCase]) -> list[CaseRow]:
     """Python-API cases as rows; cases without an id get "case-N" (1-based)."""
     rows = []
     seen: set[str] = set()
     for position, case in enumerate(cases):
-        if not isinstance(case, LLMTestCase):
-            raise DataError(f"test case {position} is a {type(case).__name__}, not LLMTestCase")
+        if not isinstance(case, LLMTestCase | ConversationalTestCase | ArenaTestCase):
+            raise DataError(
+                f"test case {position} is a {type(case).__name__}, not an LLMTestCase, "
+                "ConversationalTestCase or ArenaTestCase"
+            )
         if case.id is None:
             case = dataclasses.replace(case, id=f"case-{position + 1}")
         if case.id in seen:

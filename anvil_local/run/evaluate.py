@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from anvil_local.arena import ArenaTestCase
 from anvil_local.cache import default_cache
+from anvil_local.conversation import ConversationalTestCase
 from anvil_local.errors import DataError, WorkerCrash
 from anvil_local.judge.model import ResolvedModel
 from anvil_local.judge.settings import JudgeSettings
@@ -21,8 +23,9 @@ from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.calibration import calibrate
 from anvil_local.metrics.result import MetricResult
 from anvil_local.models.resolve import resolve_model
-from anvil_local.run.dataset import CaseRow, rows_from_cases
+from anvil_local.run.dataset import CaseRow, TestCase, rows_from_cases
 from anvil_local.run.executors import Executor, make_executor
+from anvil_local.run.meta import run_meta
 from anvil_local.run.plan import Plan, Shard, check_inputs, make_plan, shard_rows
 from anvil_local.run.records import EvaluationResult, ResultLine
 from anvil_local.run.sinks import (
@@ -37,7 +40,7 @@ from anvil_local.testcase import LLMTestCase
 
 
 def evaluate(
-    test_cases: Sequence[LLMTestCase] | Sequence[CaseRow],
+    test_cases: Sequence[TestCase] | Sequence[CaseRow],
     metrics: Sequence[BaseMetric],
     *,
     model: str | Path | ResolvedModel | Any = None,
@@ -65,7 +68,8 @@ def evaluate(
         raise DataError("no metrics to evaluate")
     if isinstance(shard, str):
         shard = Shard.parse(shard)
-    rows = shard_rows(_as_rows(test_cases), shard)
+    every_row = _as_rows(test_cases)
+    rows = shard_rows(every_row, shard)
     check_inputs(rows, metrics, source)
     if jobs < 1:
         raise DataError(f"jobs must be at least 1, got {jobs}")
@@ -76,7 +80,19 @@ def evaluate(
         run_executor = executor
     resolved = _model_of(session, model, metrics, settings, run_executor.workers)
 
-    results_file = ResultsFileSink(out) if out is not None else None
+    results_file = None
+    if out is not None:
+        meta = run_meta(
+            resolved,
+            metrics,
+            ((row.case_id, row.case.content_key()) for row in every_row),
+            count=len(every_row),
+            source=source,
+            executor=type(run_executor).__name__.removesuffix("Executor").lower(),
+            jobs=run_executor.workers,
+            shard=f"{shard.index}/{shard.count}" if shard is not None else None,
+        )
+        results_file = ResultsFileSink(out, meta)
     outcome = EvaluationResult()
     all_sinks: list[Sink] = []
     reported = False  # whether the run got far enough for its sinks to report it
@@ -133,7 +149,9 @@ def _run(
         result = calibrate(
             plan.metrics[index], result, model.name, model.sha256, model.faithful_source()
         )
-        line = ResultLine(row.position, row.case_id, result, model.name, model.sha256, cached)
+        line = ResultLine(
+            row.position, row.case_id, result, model.name, model.sha256, cached, doc=_doc(row)
+        )
         outcome.lines.append(line)
         item = Judged(row, plan.metrics[index], line)
         for sink in sinks:
@@ -149,10 +167,16 @@ def _run(
     executor.execute(plan, deliver)
 
 
+def _doc(row: CaseRow) -> str | None:
+    """The case's source document (`doc`), which a comparison resamples by; None if unset."""
+    doc = (row.case.metadata or {}).get("doc")
+    return None if doc is None or isinstance(doc, dict | list) else str(doc)
+
+
 def _as_rows(test_cases: Sequence[Any]) -> list[CaseRow]:
     if test_cases and all(isinstance(c, CaseRow) for c in test_cases):
         return list(test_cases)
-    if isinstance(test_cases, LLMTestCase):
+    if isinstance(test_cases, LLMTestCase | ConversationalTestCase | ArenaTestCase):
         test_cases = [test_cases]
     rows = rows_from_cases(test_cases)
     if not rows:

@@ -4,6 +4,9 @@ A CI matrix runs `anvil eval --shard i/n` on several machines; each writes its o
 file. Merging them must give the file one unsharded run would have given (sorted), so the
 reports built on it do not depend on how the work was split. Inputs are read, never written:
 they are often CI artifacts, possibly read-only, and a merge must not change its evidence.
+The merged file starts with the shards' metadata joined (`meta.merged`): one model, one
+definition per metric, the same cases and shard count; files with and without metadata (of
+two anvil versions) are not mixed.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from anvil_local.errors import DataError
+from anvil_local.run.meta import RunMeta, merged
+from anvil_local.run.results import Entry as _Entry
+from anvil_local.run.results import ResultsFile, read_results
 
 log = logging.getLogger(__name__)
 
@@ -33,71 +38,6 @@ class MergeReport:
     errors: int = 0  # lines written whose result is an error
     model: str = ""  # the judge model of every line ("" when no input has a line)
     model_sha256: str = ""
-
-
-@dataclass
-class _Entry:
-    """One result line and where it was read (for error messages)."""
-
-    item: dict[str, Any]
-    path: Path
-    number: int
-
-    @property
-    def where(self) -> str:
-        return f"{self.path}:{self.number}"
-
-    @property
-    def pair(self) -> Pair:
-        return (str(self.item["case_id"]), self.item["metric"])
-
-    @property
-    def is_error(self) -> bool:
-        return self.item.get("error") is not None
-
-
-def _read_entries(path: str | Path) -> list[_Entry]:
-    """The result lines of one file, with the tolerance of `ResultWriter.existing()`.
-
-    A final line without its newline is kept when it is a whole result line and ignored
-    when it is torn (the run was killed mid-write); any other line that is not a result
-    line is an error naming `file:line`. Unlike `existing()`, the file is never rewritten.
-    """
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    complete, _, tail = raw.rpartition(b"\n")
-    entries = [
-        _parse(path, chunk, number)
-        for number, chunk in enumerate(complete.split(b"\n"), 1)
-        if chunk.strip()
-    ]
-    if tail.strip():
-        number = raw.count(b"\n") + 1
-        try:
-            entries.append(_parse(path, tail, number))
-        except DataError:
-            log.warning("%s:%d: ignoring a torn last line (the run was cut off)", path, number)
-    return entries
-
-
-def _parse(path: Path, chunk: bytes, number: int) -> _Entry:
-    """One line as a result line, or a DataError naming it (same test as ResultWriter)."""
-    try:
-        item = json.loads(chunk)
-    except ValueError:  # bad JSON or bad UTF-8
-        item = None
-    if (
-        not isinstance(item, dict)
-        or "case_id" not in item
-        or not isinstance(item.get("metric"), str)
-        or not isinstance(item.get("position"), int)
-        or isinstance(item.get("position"), bool)
-    ):
-        raise DataError(f"{path}:{number}: not a result line of anvil eval")
-    return _Entry(item, path, number)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -147,12 +87,28 @@ def _check_position(
         )
 
 
-def _write_atomic(out: Path, entries: Sequence[_Entry]) -> None:
+def _joined_meta(files: Sequence[ResultsFile]) -> RunMeta | None:
+    """The merged file's metadata; None when no input has any (files of an older anvil)."""
+    with_meta = [f for f in files if f.meta is not None]
+    without = [f for f in files if f.meta is None and f.entries]
+    if with_meta and without:
+        raise DataError(
+            f"{without[0].path} has no metadata line (written by an older anvil) but "
+            f"{with_meta[0].path} has one; merge only the shards of one run"
+        )
+    if not with_meta:
+        return None
+    return merged([(str(f.path), f.meta) for f in with_meta if f.meta is not None])
+
+
+def _write_atomic(out: Path, entries: Sequence[_Entry], meta: RunMeta | None = None) -> None:
     """Write beside `out` and rename, so a reader never sees a half-merged file."""
     tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         with tmp.open("wb") as handle:
+            if meta is not None:
+                handle.write((json.dumps(meta.to_line(), ensure_ascii=False) + "\n").encode())
             for entry in entries:
                 try:
                     text = json.dumps(entry.item, ensure_ascii=False) + "\n"
@@ -195,9 +151,11 @@ def merge_results(
     by_position: dict[int, _Entry] = {}
     first: _Entry | None = None
     duplicates = 0
-    for path in paths:
-        entries = _read_entries(path)
-        log.debug("%s: %d result lines", path, len(entries))
+    files = [read_results(path) for path in paths]
+    meta = _joined_meta(files)
+    for results in files:
+        entries = results.entries
+        log.debug("%s: %d result lines", results.path, len(entries))
         for entry in entries:
             first = _check_model(first, entry)
             _check_position(by_case, by_position, entry)
@@ -217,7 +175,7 @@ def merge_results(
         kept.values(),
         key=lambda e: (e.item["position"], metric_order[e.item["metric"]]),
     )
-    _write_atomic(out, ordered)
+    _write_atomic(out, ordered, meta)
 
     if expected is None:
         cases = sorted(by_case, key=lambda case_id: by_case[case_id].item["position"])

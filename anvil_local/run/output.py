@@ -4,6 +4,10 @@ An interrupted run loses at most the pairs in flight. On resume, the lines alrea
 read back (a torn last line is cut off) and their pairs are not run again; pairs whose line
 is an error are run again, and their old line is removed first, so the file never holds two
 lines for one pair. One process writes a results file at a time (a lock beside it).
+
+The first line is the run's metadata (`meta.py`): written when the file is created, and
+rewritten with the resuming run added when a run resumes a file that has one. A file written
+before metadata existed is resumed as it is, without one.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from anvil_local.errors import DataError, io_error
+from anvil_local.run.meta import RunMeta, is_meta
 
 
 def check_writable(path: str | Path, option: str, regular: bool = False) -> None:
@@ -42,6 +47,10 @@ class ResultWriter:
         self.path = Path(path)
         self._handle: TextIO | None = None
         self._lock: TextIO | None = None
+        #: the metadata line read back by `existing()` (None: the file has none)
+        self.meta: RunMeta | None = None
+        #: the metadata line `create()` writes first into an empty file
+        self.new_meta: RunMeta | None = None
 
     def lock(self) -> None:
         """Refuse a second process on the same file (until this writer closes)."""
@@ -79,15 +88,26 @@ class ResultWriter:
 
     def drop(self, pairs: set[tuple[str, str]]) -> None:
         """Remove the lines of these (case id, metric) pairs, atomically (to re-run them)."""
-        if not pairs or not self.path.exists():
+        if pairs:
+            self.rewrite(pairs, None)
+
+    def rewrite(self, pairs: set[tuple[str, str]], meta: RunMeta | None) -> None:
+        """Rewrite the file atomically without the lines of `pairs`, and with `meta` as its
+        metadata line when given (else the one it has, if any)."""
+        if not self.path.exists():
             return
         kept = []
         for number, chunk in enumerate(self._read().split(b"\n"), 1):
             if not chunk.strip():
                 continue
             item = self._parse(chunk, number)
-            if (str(item["case_id"]), item["metric"]) not in pairs:
+            if is_meta(item):
+                if meta is None:
+                    kept.append(chunk + b"\n")
+            elif (str(item["case_id"]), item["metric"]) not in pairs:
                 kept.append(chunk + b"\n")
+        if meta is not None:
+            kept.insert(0, (json.dumps(meta.to_line(), ensure_ascii=False) + "\n").encode())
         tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
         try:
             tmp.write_bytes(b"".join(kept))
@@ -116,7 +136,8 @@ class ResultWriter:
         if torn.strip():
             try:
                 try:
-                    lines.append(self._parse(torn, complete.count(b"\n") + 2))
+                    number = complete.count(b"\n") + 2 if newline else 1
+                    lines.append(self._parse(torn, number))
                     with self.path.open("ab") as handle:  # whole line, newline missing
                         handle.write(b"\n")
                 except DataError:
@@ -124,13 +145,24 @@ class ResultWriter:
                         handle.truncate(len(complete) + len(newline))
             except OSError as exc:
                 raise io_error(self.path, exc) from exc
+        self.meta = None
+        if lines and is_meta(lines[0]):
+            self.meta = RunMeta.from_line(lines.pop(0), f"{self.path}:1")
         return lines
 
     def _parse(self, chunk: bytes, number: int) -> dict[str, Any]:
+        """A result line, or the metadata line when it is the first; else a DataError."""
         try:
             item = json.loads(chunk)
         except ValueError:
             item = None
+        if is_meta(item):
+            if number != 1:
+                raise DataError(
+                    f"{self.path}:{number}: a second metadata line (only the first line is "
+                    "one); use another --out"
+                )
+            return item
         if not isinstance(item, dict) or "metric" not in item or "case_id" not in item:
             raise DataError(
                 f"{self.path}:{number}: not a result line of anvil eval; use another --out"
@@ -138,13 +170,16 @@ class ResultWriter:
         return item
 
     def create(self) -> None:
-        """Open the file for appending (creating it, and its folder, if needed)."""
+        """Open the file for appending (creating it, and its folder, if needed); an empty
+        file starts with `new_meta`, when set."""
         if self._handle is None:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._handle = self.path.open("a", encoding="utf-8")
             except OSError as exc:
                 raise io_error(self.path, exc) from exc
+            if self.new_meta is not None and self._handle.tell() == 0:
+                self.write(self.new_meta.to_line())
 
     def write(self, line: dict[str, Any]) -> None:
         """Append one line, on disk before this returns. A failed write (a full disk) may

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from anvil_local.cache import Cache, digest
-from anvil_local.errors import DataError
+from anvil_local.errors import AnvilError, DataError
 from anvil_local.judge.model import ResolvedModel
 from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.result import MetricResult
@@ -96,15 +96,36 @@ def check_inputs(rows: Sequence[CaseRow], metrics: Sequence[BaseMetric], source:
         if names.count(name) > 1:
             raise DataError(f"two metrics are named {name!r}; metric names must be unique")
     for row in rows:
+        where = f"{source}:{row.line}: " if source else ""
         for metric in metrics:
+            wanted = getattr(metric, "case_type", LLMTestCase)
+            if not isinstance(row.case, wanted):
+                raise DataError(
+                    f"{where}case {row.case_id!r} is {_kind_of(type(row.case))}, which metric "
+                    f"{metric.name!r} does not judge (it judges {_kind_of(wanted)})"
+                )
             for param in metric.required_params():
-                value = row.case.get(param)
-                if value is None or (isinstance(value, list) and not value):
-                    where = f"{source}:{row.line}: " if source else ""
+                if not row.case.has(param):
                     raise DataError(
                         f"{where}case {row.case_id!r} has no {param.value!r}, which metric "
                         f"{metric.name!r} needs"
                     )
+            try:
+                getattr(metric, "check_case", _no_check)(row.case)
+            except AnvilError as exc:
+                raise DataError(f"{where}case {row.case_id!r}: {exc}") from exc
+
+
+def _no_check(case: object) -> None:
+    return None
+
+
+def _kind_of(case_type: type) -> str:
+    """How an error names a kind of test case."""
+    return {
+        "ConversationalTestCase": "a conversation",
+        "ArenaTestCase": "an arena of contestants",
+    }.get(case_type.__name__, "a single-turn case")
 
 
 def shard_rows(rows: list[CaseRow], shard: Shard | None) -> list[CaseRow]:

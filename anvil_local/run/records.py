@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from anvil_local.errors import DataError
 from anvil_local.judge.results import Usage
 from anvil_local.metrics.result import MetricResult
 
@@ -20,19 +21,27 @@ class ResultLine:
     model_sha256: str
     cached: bool = False
     resumed: bool = False  # read back from the results file, not judged in this run
+    doc: str | None = None  # the case's source document, when it names one (`doc`)
 
     @property
     def metric(self) -> str:
         return self.result.metric
 
     def to_dict(self) -> dict[str, Any]:
-        data = {"position": self.position, "case_id": self.case_id}
+        data: dict[str, Any] = {"position": self.position, "case_id": self.case_id}
+        if self.doc is not None:
+            data["doc"] = self.doc
         data.update(self.result.to_dict())
         data.update(model=self.model, model_sha256=self.model_sha256, cached=self.cached)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ResultLine:
+        """A line as `to_dict` wrote it; the metadata line (`run/meta.py`) is refused by name,
+        so a reader that forgot to skip it fails in one clear line."""
+        if "meta" in data:
+            raise DataError("a results file's metadata line, not a result line")
+        doc = data.get("doc")
         return cls(
             position=int(data["position"]),
             case_id=str(data["case_id"]),
@@ -40,6 +49,7 @@ class ResultLine:
             model=data.get("model", ""),
             model_sha256=data.get("model_sha256", ""),
             cached=bool(data.get("cached", False)),
+            doc=None if doc is None else str(doc),
         )
 
 

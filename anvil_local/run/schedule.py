@@ -29,7 +29,9 @@ OWN_FIELDS = tuple(p for p in PROMPT_ORDER if p not in SHARED_PARAMS)
 
 
 def prefix_key(row: CaseRow) -> str:
-    return json.dumps([row.case.get(p) for p in SHARED_FIELDS], ensure_ascii=False)
+    """The fields the case shares with others (a single-turn case's input and context, a
+    conversation's chatbot role and context, an arena's input), as text."""
+    return json.dumps(row.case.shared_fields(), ensure_ascii=False)
 
 
 def group_by_prefix(rows: list[CaseRow]) -> list[list[CaseRow]]:
@@ -68,7 +70,7 @@ def own_key(row: Any) -> tuple[str, ...]:
     case = getattr(row, "case", None)
     if case is None:
         return ()
-    return tuple(json.dumps(case.get(p), ensure_ascii=False) for p in OWN_FIELDS)
+    return tuple(json.dumps(value, ensure_ascii=False) for value in case.own_fields())
 
 
 def trie_order(items: Sequence[_Item]) -> list[Any]:

@@ -22,6 +22,7 @@ from anvil_local.judge.model import ResolvedModel
 from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.calibration import uncalibrated
 from anvil_local.run.dataset import CaseRow
+from anvil_local.run.meta import RunMeta
 from anvil_local.run.output import ResultWriter
 from anvil_local.run.plan import Pair, Plan, result_key
 from anvil_local.run.records import EvaluationResult, ResultLine
@@ -59,19 +60,31 @@ class BaseSink:
 
 
 class ResultsFileSink(BaseSink):
-    """The results file: one flushed JSON line per pair; resumable; locked to one writer."""
+    """The results file: one flushed JSON line per pair; resumable; locked to one writer.
+    With `meta`, the file starts with the run's metadata line (`meta.py`)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, meta: RunMeta | None = None) -> None:
         self.writer = ResultWriter(path)
+        self.meta = meta
 
     def resume(self, model: ResolvedModel, wanted: set[Pair]) -> list[ResultLine]:
         """Lock the file and read back the lines of pairs still asked for. Error lines are
-        dropped from the file (their pairs run again), so it keeps one line per pair."""
+        dropped from the file (their pairs run again), so it keeps one line per pair. A
+        file with metadata must agree with this run's (same model, no metric redefined) and
+        records this run; a file without it (an older one) is resumed without."""
         self.writer.lock()
         kept: list[ResultLine] = []
         done: set[Pair] = set()
         retry: set[Pair] = set()
-        for item in self.writer.existing():
+        items = self.writer.existing()
+        old = self.writer.meta
+        meta = None
+        if old is not None and self.meta is not None:
+            meta = old.resumed_by(self.meta, self.writer.path)
+        elif not items:
+            meta = self.meta  # a new or empty file: its metadata goes first
+        self.writer.new_meta = meta
+        for item in items:
             if item.get("model_sha256") not in (None, model.sha256):
                 raise DataError(
                     f"{self.writer.path} holds results of another model ({item.get('model')}); "
@@ -87,7 +100,10 @@ class ResultsFileSink(BaseSink):
             line.resumed = True
             done.add(pair)
             kept.append(line)
-        self.writer.drop(retry - done)
+        if meta is not None:
+            self.writer.rewrite(retry - done, meta)  # a file not yet there: `create` writes it
+        else:
+            self.writer.drop(retry - done)
         return kept
 
     def start(self, plan: Plan) -> None:

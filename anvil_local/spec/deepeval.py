@@ -5,6 +5,12 @@ DeepEval's shape is what `DeepAcyclicGraph.to_dict()` / `dag_to_dict` write and 
 where every node, VerdictNodes included, is an entry; or the platform's upload wrapper
 `{"name", "algorithm": "DAG", "multiTurn", "dag": {...}}` (deepeval/metrics/dag/utils.py).
 `convert()` reads it, `to_deepeval()` writes it.
+
+A conversational DAG (DeepEval's ConversationalDAGMetric) has the same shape, its nodes
+possibly with a `turn_window`; it becomes a `conversational_dag` metric dict. The upload
+wrapper says which a document is (`multiTurn`); a bare document is conversational when a node
+holds a `turn_window` or names a param only conversations have (role, content, scenario,
+expected_outcome, chatbot_role, user_description).
 """
 
 from __future__ import annotations
@@ -13,9 +19,12 @@ import json
 import uuid
 from typing import Any
 
+from anvil_local.conversation import MultiTurnParams
 from anvil_local.errors import MetricDefinitionError
+from anvil_local.metrics.conversational.dag import ConversationalDAGMetric
 from anvil_local.metrics.dag.metric import DAGMetric
-from anvil_local.registry import NODE_KINDS
+from anvil_local.registry import CONVERSATIONAL_NODE_KINDS, NODE_KINDS
+from anvil_local.testcase import SingleTurnParams
 
 _TYPES = {
     "TaskNode": "task",
@@ -31,6 +40,9 @@ _GEVAL_KEYS = (
     "strict_mode",
 )
 _KINDS = {ours: theirs for theirs, ours in _TYPES.items()}
+#: Params only a conversation has: a bare document naming one is conversational.
+_MULTI_TURN_ONLY = {p.value for p in MultiTurnParams} - {p.value for p in SingleTurnParams}
+_METRIC_TYPES = {False: ("dag", "geval"), True: ("conversational_dag", "conversational_geval")}
 #: Fixed namespace for the exported node ids, so an export never changes between runs.
 _ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "anvil-local:deepeval-dag-export")
 
@@ -46,21 +58,33 @@ def is_deepeval_dag(data: Any) -> bool:
     return bool(kinds & {*_TYPES, "VerdictNode"})
 
 
+def is_multi_turn(document: dict[str, Any]) -> bool:
+    """Whether a bare DeepEval DAG document is a conversational one (see the module)."""
+    for spec in document.get("nodes", {}).values():
+        if not isinstance(spec, dict):
+            continue
+        child = spec.get("child") if isinstance(spec.get("child"), dict) else {}
+        params = [*(spec.get("evaluation_params") or []), *(child.get("evaluation_params") or [])]
+        if spec.get("turn_window") is not None or set(params) & _MULTI_TURN_ONLY:
+            return True
+    return False
+
+
 def convert(data: dict[str, Any], name: str | None = None) -> dict[str, Any]:
-    """DeepEval's DAG document -> our metric dict (ids become labels or short names)."""
+    """DeepEval's DAG document -> our metric dict (ids become labels or short names); a
+    conversational document becomes a `conversational_dag`."""
     if isinstance(data.get("dag"), dict):
-        if data.get("multiTurn"):
-            raise MetricDefinitionError(
-                "a multi-turn (conversational) DeepEval DAG cannot be imported: only "
-                "single-turn DAGs are supported."
-            )
+        multi_turn = bool(data.get("multiTurn"))
         name = name or data.get("name")
         data = data["dag"]
+    else:
+        multi_turn = is_multi_turn(data)
     nodes = data.get("nodes")
     if not isinstance(nodes, dict) or not nodes:
         raise MetricDefinitionError(
             "Invalid DAG document: expected a top-level object with a 'nodes' key."
         )
+    dag_type, geval_type = _METRIC_TYPES[multi_turn]
     ids = _short_ids(nodes)
     out: dict[str, dict[str, Any]] = {}
     for raw_id, spec in nodes.items():
@@ -76,6 +100,13 @@ def convert(data: dict[str, Any], name: str | None = None) -> dict[str, Any]:
         node: dict[str, Any] = {"type": _TYPES[kind]}
         if spec.get("evaluation_params"):
             node["evaluation_params"] = list(spec["evaluation_params"])
+        if spec.get("turn_window") is not None:
+            if not multi_turn:
+                raise MetricDefinitionError(
+                    f"Node '{raw_id}' has a turn_window, which only a multi-turn "
+                    "(conversational) DAG's nodes read."
+                )
+            node["turn_window"] = list(spec["turn_window"])
         children = spec.get("children") or []
         for child in children:
             if child not in nodes:
@@ -94,9 +125,9 @@ def convert(data: dict[str, Any], name: str | None = None) -> dict[str, Any]:
             )
         else:
             node["criteria"] = spec.get("criteria")
-            node["verdicts"] = [_verdict(nodes, ids, c, out) for c in children]
+            node["verdicts"] = [_verdict(nodes, ids, c, out, geval_type) for c in children]
         out[ids[raw_id]] = node
-    metric: dict[str, Any] = {"type": "dag", "name": name or "DAG", "nodes": out}
+    metric: dict[str, Any] = {"type": dag_type, "name": name or "DAG", "nodes": out}
     return metric
 
 
@@ -105,7 +136,11 @@ def _is_verdict(spec: Any) -> bool:
 
 
 def _verdict(
-    nodes: dict[str, Any], ids: dict[str, str], raw_id: str, out: dict[str, dict[str, Any]]
+    nodes: dict[str, Any],
+    ids: dict[str, str],
+    raw_id: str,
+    out: dict[str, dict[str, Any]],
+    geval_type: str = "geval",
 ) -> dict[str, Any]:
     spec = nodes[raw_id]
     if not _is_verdict(spec):
@@ -129,7 +164,7 @@ def _verdict(
         item["then"] = ids[ref]
     elif child["type"] == "geval":
         geval = {k: child[k] for k in _GEVAL_KEYS if child.get(k) is not None}
-        geval["type"] = "geval"
+        geval["type"] = geval_type
         # DeepEval has no GEval nodes: a GEval shared by several verdicts is written once per
         # verdict. Identical copies become one node again, so an export imports back unchanged.
         same = next((k for k, v in out.items() if v == geval), None)
@@ -226,16 +261,19 @@ def to_deepeval(metric: dict[str, Any], *, wrapper: bool = False) -> dict[str, A
     them separately; the wrapper here keeps them inline so the document stands alone.
     """
     kind = metric.get("type") if isinstance(metric, dict) else type(metric).__name__
-    if kind != "dag":
+    if kind not in ("dag", "conversational_dag"):
         raise MetricDefinitionError(
             f"only a DAG metric can be exported as DeepEval DAG JSON, got type {kind!r}"
         )
-    canonical = DAGMetric.from_dict(metric).to_dict()
+    multi_turn = kind == "conversational_dag"
+    cls = ConversationalDAGMetric if multi_turn else DAGMetric
+    canonical = cls.from_dict(metric).to_dict()
     name: str = canonical["name"]
     nodes: dict[str, dict[str, Any]] = canonical["nodes"]
     out: dict[str, dict[str, Any]] = {}
+    kinds = CONVERSATIONAL_NODE_KINDS if multi_turn else NODE_KINDS
     for our_id, spec in nodes.items():
-        if spec["type"] in NODE_KINDS and spec["type"] not in _KINDS:
+        if spec["type"] in kinds and spec["type"] not in _KINDS:
             raise MetricDefinitionError(
                 f"node {our_id!r} is a {spec['type']!r} node, which DeepEval's DAG JSON has no "
                 "type for (only task, binary and non_binary nodes export)"
@@ -250,6 +288,7 @@ def to_deepeval(metric: dict[str, Any], *, wrapper: bool = False) -> dict[str, A
                 label=our_id,
                 evaluation_params=spec.get("evaluation_params"),
                 children=[_export_id(name, child) for child in spec["children"]],
+                **_window(spec),
             )
             out[_export_id(name, our_id)] = entry
             continue
@@ -259,14 +298,21 @@ def to_deepeval(metric: dict[str, Any], *, wrapper: bool = False) -> dict[str, A
             label=our_id,
             evaluation_params=spec.get("evaluation_params"),
             children=verdict_ids,
+            **_window(spec),
         )
         out[_export_id(name, our_id)] = entry
         for verdict_id, item in zip(verdict_ids, spec["verdicts"], strict=True):
             out[verdict_id] = _export_verdict(name, item, nodes)
     document: dict[str, Any] = {"nodes": out}
     if wrapper:
-        return {"name": name, "algorithm": "DAG", "multiTurn": False, "dag": document}
+        return {"name": name, "algorithm": "DAG", "multiTurn": multi_turn, "dag": document}
     return document
+
+
+def _window(spec: dict[str, Any]) -> dict[str, Any]:
+    """A conversational node's window, last among its keys as DeepEval writes it."""
+    window = spec.get("turn_window")
+    return {"turn_window": list(window)} if window is not None else {}
 
 
 def _export_id(metric_name: str, node_id: str, verdict: int | None = None) -> str:
@@ -286,7 +332,7 @@ def _export_verdict(
     kind = nodes[target]["type"]
     if kind in _KINDS:
         entry["child"] = {"type": "node", "ref": _export_id(metric_name, target)}
-    elif kind == "geval":
+    elif kind in ("geval", "conversational_geval"):
         entry["child"] = {"type": "geval", **{k: nodes[target].get(k) for k in _GEVAL_KEYS}}
     else:
         raise MetricDefinitionError(

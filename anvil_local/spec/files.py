@@ -1,5 +1,6 @@
 """Metric files: one metric per TOML or JSON file; DeepEval DAG JSON is recognised too. A
-G-Eval panel file (`type = "geval_panel"`) names several G-Eval files judged as one panel."""
+G-Eval panel file (`type = "geval_panel"`) names several G-Eval files judged as one panel; a
+features metric (`type = "features"`) may name its members' files (relative to its own)."""
 
 from __future__ import annotations
 
@@ -42,10 +43,24 @@ def read_metric_dict(path: Path) -> dict[str, Any]:
             data = deepeval.convert(data, name=data.get("name") or path.stem)
         except (AnvilError, ValueError) as exc:
             raise MetricFileError(f"{path}: {exc}") from exc
+    if data.get("type") == FEATURES_KIND and isinstance(data.get("features"), list):
+        data = {**data, "features": [_member(path, item) for item in data["features"]]}
     return data
 
 
+def _member(path: Path, item: Any) -> Any:
+    """A features metric's member: its table, or the definition in the file it names
+    (without that file's own calibration: a head reads raw readings)."""
+    if not isinstance(item, str):
+        return item
+    member = read_metric_dict(path.parent / item)
+    if member.get("type") == PANEL_KIND:
+        raise MetricFileError(f"{path}: feature {item}: a G-Eval panel cannot be a feature")
+    return {k: v for k, v in member.items() if k != "calibration"}
+
+
 PANEL_KIND = "geval_panel"
+FEATURES_KIND = "features"
 
 
 def load_metric(path: str | Path) -> Any:

@@ -61,14 +61,18 @@ class _Reads:
                 if output.label.strip() == self.reads.strip():
                     return output.text
             raise MetricDefinitionError(f"no task output {self.reads!r} above this code node")
-        return "\n\n".join(_field_text(case, p) for p in self.fields)
+        return "\n\n".join(self._field_text(case, p) for p in self.fields)
+
+    def _field_text(self, case: Any, param: Any) -> str:
+        """One field's text (a conversational code node reads its turns instead)."""
+        return _field_text(case, param)
 
     def _value(self, case: LLMTestCase, visible: Visible) -> bool | float:
         """The node's check on what it reads (code nodes with a `check` and `args`)."""
         return run_check(self.check, self._text(case, visible), self._source(case), self.args)  # type: ignore[attr-defined]
 
     def _source(self, case: LLMTestCase) -> str | None:
-        return _field_text(case, self.source) if self.source is not None else None
+        return self._field_text(case, self.source) if self.source is not None else None
 
     def _reading_spec(self) -> dict[str, Any]:
         spec: dict[str, Any] = {}

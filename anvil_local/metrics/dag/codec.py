@@ -13,7 +13,11 @@
 ```
 Node types and metric types come from the registry: an entry whose type is a metric kind
 (geval, dag, or a plugin's) is a metric hanging off a verdict. Errors name the node id. When
-`roots` is absent, the roots are the nodes nothing points at.
+`roots` is absent, the roots are the nodes nothing points at. A conversational DAG
+(`"type": "conversational_dag"`) has the same shape; its node types come from the
+conversational registry and a node may hold a `turn_window`.
+
+DeepEval's own DAG document (`dag_to_dict` and friends) is `metrics.dag.serialization`.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from anvil_local.metrics.base import BaseMetric, definition_fields
 from anvil_local.metrics.dag.graph import DeepAcyclicGraph
 from anvil_local.metrics.dag.nodes import JudgementNode, TaskNode
 from anvil_local.metrics.definitions import metric_from_dict
-from anvil_local.registry import METRIC_KINDS, NODE_KINDS
+from anvil_local.registry import CONVERSATIONAL_NODE_KINDS, METRIC_KINDS, NODE_KINDS, Registry
 
 
 def _fail(node_id: str, message: str) -> MetricDefinitionError:
@@ -46,7 +50,7 @@ def _is_node(obj: Any) -> bool:
 # -- to dict ----------------------------------------------------------------------------
 
 
-def dag_to_dict(dag: DeepAcyclicGraph) -> dict[str, Any]:
+def graph_to_spec(dag: DeepAcyclicGraph) -> dict[str, Any]:
     """Nodes by id in walk order; verdicts inline under their judgement node; metrics that
     hang off verdicts last, under ids made from their names."""
     nodes: dict[str, dict[str, Any]] = {}
@@ -88,18 +92,26 @@ def dag_metric_to_dict(metric: Any) -> dict[str, Any]:
     }
     if metric.soft:
         data.update(soft=True, soft_floor=metric.soft_floor)
-    data.update(dag_to_dict(metric.dag))
+    data.update(graph_to_spec(metric.dag))
     return data
 
 
 # -- from dict --------------------------------------------------------------------------
 
 
-def dag_from_dict(data: dict[str, Any]) -> DeepAcyclicGraph:
+def node_kinds(multiturn: bool) -> Registry[Any]:
+    """The registry of a graph's node types: conversational, or single-turn."""
+    return CONVERSATIONAL_NODE_KINDS if multiturn else NODE_KINDS
+
+
+def graph_from_spec(data: dict[str, Any], multiturn: bool = False) -> DeepAcyclicGraph:
+    """The graph of a metric dict's `roots` and `nodes` (conversational nodes with
+    `multiturn`)."""
     raw_nodes = data.get("nodes")
     if not isinstance(raw_nodes, dict) or not raw_nodes:
         raise MetricDefinitionError("a DAG needs a non-empty 'nodes' table")
-    kinds, metrics = NODE_KINDS.entries(), METRIC_KINDS.entries()
+    registry = node_kinds(multiturn)
+    kinds, metrics = registry.entries(), METRIC_KINDS.entries()
     specs: dict[str, dict[str, Any]] = {}
     for node_id, spec in raw_nodes.items():
         if not isinstance(spec, dict):
@@ -110,7 +122,7 @@ def dag_from_dict(data: dict[str, Any]) -> DeepAcyclicGraph:
             raise _fail(node_id, f"unknown type {kind!r} (expected one of: {expected})")
         specs[str(node_id)] = spec
 
-    objects = {node_id: _make(node_id, spec) for node_id, spec in specs.items()}
+    objects = {node_id: _make(node_id, spec, registry) for node_id, spec in specs.items()}
     references: dict[str, list[str]] = {node_id: [] for node_id in specs}
 
     for node_id, spec in specs.items():
@@ -157,9 +169,9 @@ def dag_from_dict(data: dict[str, Any]) -> DeepAcyclicGraph:
     return DeepAcyclicGraph([objects[r] for r in roots])
 
 
-def _make(node_id: str, spec: dict[str, Any]) -> Any:
+def _make(node_id: str, spec: dict[str, Any], registry: Registry[Any]) -> Any:
     """The object of one node table entry: a node of a registered type, or a metric."""
-    kind = NODE_KINDS.find(spec["type"])
+    kind = registry.find(spec["type"])
     with _about(node_id):
         if kind is None:
             return metric_from_dict(spec)
@@ -225,4 +237,4 @@ def dag_metric_kwargs(data: dict[str, Any], cls: type[BaseMetric]) -> dict[str, 
     if "name" not in data:
         raise MetricDefinitionError(f"a {cls.title} needs a 'name'")
     kwargs = {k: v for k, v in data.items() if k in scalars}
-    return {"dag": dag_from_dict(data), **kwargs}
+    return {"dag": graph_from_spec(data, getattr(cls, "multiturn", False)), **kwargs}

@@ -6,10 +6,13 @@ order, children in declared order), so it never depends on hashing or on sync vs
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
+from anvil_local.conversation import ConversationalTestCase, ordered_multi_turn
 from anvil_local.errors import MetricDefinitionError, MetricTypeError
+from anvil_local.metrics.dag import document
 from anvil_local.metrics.dag.nodes import (
     BinaryJudgementNode,
     JudgementNode,
@@ -17,7 +20,7 @@ from anvil_local.metrics.dag.nodes import (
     TaskNode,
     VerdictNode,
 )
-from anvil_local.testcase import SingleTurnParams, ordered_params
+from anvil_local.testcase import LLMTestCase, ordered_params
 
 _PREFIX = {
     TaskNode: "task",
@@ -36,13 +39,21 @@ def edges(node: Any) -> list[Any]:
     return []
 
 
+def is_multiturn(node: Any) -> bool:
+    """Whether a node belongs to a conversational DAG."""
+    return bool(getattr(node, "multiturn", False))
+
+
 class DeepAcyclicGraph:
-    """A validated decision graph. `order` lists every node in walk order."""
+    """A validated decision graph. `order` lists every node in walk order; `multiturn` says
+    whether its nodes read a conversation (DeepEval's conversational nodes) or a single-turn
+    case: one graph never mixes the two."""
 
     def __init__(self, root_nodes: Sequence[Any]) -> None:
         roots = list(root_nodes or [])
         if not roots:
             raise MetricDefinitionError("A DeepAcyclicGraph needs at least one root node.")
+        self.multiturn = is_multiturn(roots[0])
         for root in roots:
             if isinstance(root, VerdictNode):
                 raise MetricDefinitionError("A VerdictNode cannot be a root node.")
@@ -57,6 +68,7 @@ class DeepAcyclicGraph:
             raise MetricDefinitionError("A root node is listed twice.")
         self.root_nodes = roots
         discovered = self._discover(roots)
+        self._check_mode(discovered)
         self.parents: dict[int, list[Any]] = {id(n): [] for n in discovered}
         for node in discovered:
             for child in edges(node):
@@ -103,6 +115,23 @@ class DeepAcyclicGraph:
                     stack += enter(child)
         return order
 
+    def _check_mode(self, discovered: list[Any]) -> None:
+        """Every node, and every metric under a verdict, of the graph's kind: conversational
+        nodes and metrics in a conversational graph, single-turn ones otherwise."""
+        if any(is_multiturn(n) != self.multiturn for n in discovered):
+            raise MetricDefinitionError("You cannot mix multi and single turn nodes")
+        case_type = ConversationalTestCase if self.multiturn else LLMTestCase
+        for node in discovered:
+            child = node.child if isinstance(node, VerdictNode) else None
+            if child is None or isinstance(child, TaskNode | JudgementNode):
+                continue
+            if getattr(child, "case_type", LLMTestCase) is not case_type:
+                wanted = "conversational" if self.multiturn else "single-turn"
+                raise MetricDefinitionError(
+                    f"a {wanted} DAG's verdict cannot lead to {type(child).__name__} "
+                    f"{getattr(child, 'name', '')!r}: its metrics must be {wanted} too"
+                )
+
     def _topological(self, discovered: list[Any]) -> list[Any]:
         rank = {id(n): i for i, n in enumerate(discovered)}
         waiting = {id(n): len(self.parents[id(n)]) for n in discovered}
@@ -128,7 +157,7 @@ class DeepAcyclicGraph:
             if label and label not in used:
                 name = label
             else:
-                prefix = _PREFIX.get(type(node)) or node.kind
+                prefix = _PREFIX.get(type(node)) or getattr(node, "id_prefix", None) or node.kind
                 counters[prefix] = counters.get(prefix, 0) + 1
                 name = f"{prefix}-{counters[prefix]}"
                 while name in used:
@@ -141,14 +170,15 @@ class DeepAcyclicGraph:
     def node_id(self, node: Any) -> str:
         return self.ids[id(node)]
 
-    def evaluation_params(self) -> list[SingleTurnParams]:
-        """Every field any node looks at, in prompt order: the case block all nodes share."""
-        params: list[SingleTurnParams] = []
+    def evaluation_params(self) -> list[Any]:
+        """Every field any node looks at, in prompt order: the case block all nodes share
+        (SingleTurnParams, or MultiTurnParams in a conversational graph)."""
+        params: list[Any] = []
         for node in self.order:
             params += getattr(node, "evaluation_params", None) or []
-        return ordered_params(params)
+        return ordered_multi_turn(params) if self.multiturn else ordered_params(params)
 
-    def required_fields(self) -> list[SingleTurnParams]:
+    def required_fields(self) -> list[Any]:
         """Every field any node reads: the judge's case block plus what code nodes read."""
         params = list(self.evaluation_params())
         for node in self.order:
@@ -156,6 +186,25 @@ class DeepAcyclicGraph:
             if reader is not None:
                 params += [p for p in reader() if p not in params]
         return params
+
+    # -- DeepEval's serialization methods (metrics.dag.serialization) ------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """DeepEval's DAG document for this graph (`dag_to_dict`)."""
+        return document.dag_to_dict(self)
+
+    def to_json(self, indent: int = 2) -> str:
+        return document.dag_to_json(self, indent=indent)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], multiturn: bool = False) -> DeepAcyclicGraph:
+        """The graph a DeepEval DAG document describes (`dag_from_dict`); `multiturn` picks
+        the conversational node classes (the document itself does not say)."""
+        return cls(document.document_roots(data, multiturn))
+
+    @classmethod
+    def from_json(cls, text: str, multiturn: bool = False) -> DeepAcyclicGraph:
+        return cls.from_dict(json.loads(text), multiturn=multiturn)
 
     def metric_children(self) -> list[Any]:
         return [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from anvil_local.errors import MetricDefinitionError, MetricTypeError
 from anvil_local.judge.prompt import Prompt
@@ -89,7 +89,7 @@ class _JudgeAsker:
     def task(self, node: TaskNode, visible: Visible) -> Answer:
         question = task_question(node)
         budget = node.max_tokens or TASK_MAX_TOKENS
-        prompt = self._prompt(visible, question)
+        prompt = self._prompt(visible, question, node)
         result = self._judge.generate(prompt, budget, stop=node.stop or ())
         return Answer(
             question,
@@ -132,6 +132,8 @@ class DAGMetric(BaseMetric):
 
     title = "DAG metric"
     run_arguments = BaseMetric.run_arguments | {"decode_check"}
+    #: Whether the graph's nodes read a conversation (ConversationalDAGMetric).
+    multiturn: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -149,6 +151,13 @@ class DAGMetric(BaseMetric):
         check_name(name)
         if not isinstance(dag, DeepAcyclicGraph):
             raise MetricTypeError(f"dag must be a DeepAcyclicGraph, got {type(dag).__name__}")
+        if dag.multiturn != self.multiturn:
+            raise MetricDefinitionError(
+                "a graph of conversational nodes is a ConversationalDAGMetric's "
+                "(conversational_dag in a metric file)"
+                if dag.multiturn
+                else "a ConversationalDAGMetric needs a graph of conversational nodes"
+            )
         if not dag.required_fields():
             raise MetricDefinitionError(
                 "no node of the DAG names evaluation_params (or code fields), so no node "
@@ -200,7 +209,7 @@ class DAGMetric(BaseMetric):
         start = time.perf_counter()
         case.require(self.required_params(), self.name)
         session = as_session(session, self.model)
-        asker = _JudgeAsker(case, session, self.dag.evaluation_params(), self.decode_check)
+        asker = self.asker(case, session)
         result = walk(self.dag, asker, soft=self.soft, floor=self.soft_floor)
         score = result.main.score
         if self.strict_mode:
@@ -210,6 +219,10 @@ class DAGMetric(BaseMetric):
         return self.conclude(
             session, reason_prompt, include_reason, score, trace, result.usage, start
         )
+
+    def asker(self, case: Any, session: JudgeSession) -> _JudgeAsker:
+        """What answers the walk's nodes on `case`; its `blocks` open the reason prompt."""
+        return _JudgeAsker(case, session, self.dag.evaluation_params(), self.decode_check)
 
     def _trace(self, result: WalkResult) -> DagTrace:
         main = result.main

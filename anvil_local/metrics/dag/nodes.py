@@ -124,9 +124,14 @@ class TaskNode:
                 raise MetricDefinitionError("A TaskNode's 'stop' must be a list of strings")
             self.stop = list(self.stop)
         self.children = list(self.children)
-        self.evaluation_params = _params(self.evaluation_params)
+        self.evaluation_params = self.read_params(self.evaluation_params)
         if self.children:
             self.validate()
+
+    @staticmethod
+    def read_params(values: Sequence[Any] | None) -> list[Any] | None:
+        """`evaluation_params` as the node's param enum (a conversational node's differs)."""
+        return _params(values)
 
     def add_node(self, child: Any) -> Any:
         self.children.append(child)
@@ -188,6 +193,7 @@ class JudgementNode:
     """Shared by binary and non-binary judgement nodes: one question, verdict children."""
 
     step_type: ClassVar[str] = "choice"  # the `type` of its steps in a trace
+    verdict_type: ClassVar[type[VerdictNode]] = VerdictNode  # what add_verdict builds
 
     criteria: str
     children: list[VerdictNode] = field(default_factory=list)
@@ -202,12 +208,17 @@ class JudgementNode:
         _text(self.criteria, f"A {type(self).__name__}'s 'criteria'")
         self.contextual_calibration = bool(self.contextual_calibration)
         self.children = list(self.children)
-        self.evaluation_params = _params(self.evaluation_params)
+        self.evaluation_params = self.read_params(self.evaluation_params)
         if self.children:
             self.validate()
 
+    @staticmethod
+    def read_params(values: Sequence[Any] | None) -> list[Any] | None:
+        """`evaluation_params` as the node's param enum (a conversational node's differs)."""
+        return _params(values)
+
     def add_verdict(self, verdict: Any, *, score: float | None = None, then: Any = None):
-        node = VerdictNode(verdict=verdict, score=score, child=then)
+        node = self.verdict_type(verdict=verdict, score=score, child=then)
         self.children.append(node)
         return node
 
@@ -258,7 +269,7 @@ class JudgementNode:
                 raise MetricDefinitionError(f"unknown verdict field(s): {', '.join(unknown)}")
             child = ref(item["then"], "a verdict's 'then'") if "then" in item else None
             self.children.append(
-                VerdictNode(verdict=item["verdict"], score=item.get("score"), child=child)
+                self.verdict_type(verdict=item["verdict"], score=item.get("score"), child=child)
             )
         self.validate()
 

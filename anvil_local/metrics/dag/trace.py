@@ -177,6 +177,10 @@ class DagTrace(Trace):
         if self.soft:
             lines.append(
                 f"  expected score {self.expected_score:.3f} over {len(self.walks)} walks "
-                f"(mass explored {self.explored_mass:.3f})"
+                f"(mass explored {self.explored_mass:.3f}):"
             )
+            lines += [
+                f"   p={w.probability:.3f} score {w.score:.3f}: {', '.join(w.verdicts)}"
+                for w in self.walks
+            ]
         return lines

@@ -18,10 +18,9 @@ from anvil_local.judge.model import ResolvedModel
 from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.definitions import metric_from_wire, metric_to_wire
 from anvil_local.metrics.result import MetricResult
-from anvil_local.run.dataset import CaseRow
+from anvil_local.run.dataset import CaseRow, case_from_dict
 from anvil_local.run.executors.base import Deliver, judge_group
 from anvil_local.run.plan import Plan, WorkGroup, WorkItem
-from anvil_local.testcase import LLMTestCase
 
 
 def group_to_wire(group: WorkGroup) -> list[tuple[int, int, dict[str, Any], tuple[int, ...]]]:
@@ -30,7 +29,7 @@ def group_to_wire(group: WorkGroup) -> list[tuple[int, int, dict[str, Any], tupl
 
 def group_from_wire(wire: list[tuple[int, int, dict[str, Any], tuple[int, ...]]]) -> WorkGroup:
     return [
-        WorkItem(CaseRow(position, line, LLMTestCase(**case)), metrics)
+        WorkItem(CaseRow(position, line, case_from_dict(case)), metrics)
         for position, line, case, metrics in wire
     ]
 

@@ -1,0 +1,211 @@
+"""Labelled cases made by code from unlabelled documents (the FactCC recipe, Kryscinski et al.
+2020): a sentence of a document as a faithful "summary" of it (label 1), and the same sentence
+changed in one checkable way as an unfaithful one (label 0): a number, a date word, a name or
+a pronoun swapped for another, a negation added or removed, or a sentence of another document.
+
+A head fitted on these (`anvil fit`) needs no human label; how it does against the same head
+fitted on human labels is the question `benchmarks/README.md` answers. Every choice is drawn
+from a seeded generator over the documents in file order, so the same documents give the same
+cases on every run.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+#: Kinds of change, in the order tried for a sentence.
+CHANGES = ("number", "date", "name", "pronoun", "negation", "other_document")
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])|(?<=\s\.)\s+")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w.])")
+_DATES = (
+    ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
+    (
+        "january",
+        "february",
+        "march",
+        "april",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ),
+)
+_PRONOUNS = {
+    "he": "she",
+    "she": "he",
+    "his": "her",
+    "him": "her",
+    "her": "his",
+    "they": "he",
+    "their": "his",
+}
+_AUXILIARIES = (
+    "is",
+    "was",
+    "are",
+    "were",
+    "has",
+    "have",
+    "had",
+    "will",
+    "would",
+    "can",
+    "could",
+    "should",
+    "did",
+    "does",
+)
+_NAME = re.compile(r"(?<=[a-z,;] )([A-Z][a-z]+(?: [A-Z][a-z]+)*)")
+
+
+@dataclass(frozen=True)
+class Made:
+    """One made case: the document, the sentence given as its summary, the label, and what
+    was changed ("" for a faithful sentence)."""
+
+    doc: str
+    source: str
+    summary: str
+    consistent: int
+    change: str
+
+    def to_row(self, number: int) -> dict[str, object]:
+        return {
+            "id": f"{self.doc}-made-{number}",
+            "doc": self.doc,
+            "input": self.source,
+            "actual_output": self.summary,
+            "labels": {"consistent": self.consistent},
+            "change": self.change or "none",
+        }
+
+
+def sentences(text: str, shortest: int = 6, longest: int = 60) -> list[str]:
+    """The document's sentences of `shortest` to `longest` words."""
+    found = [s.strip() for s in _SENTENCE.split(text.replace("\n", " "))]
+    return [s for s in found if shortest <= len(s.split()) <= longest]
+
+
+def _swap_number(sentence: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    numbers = list(_NUMBER.finditer(sentence))
+    if not numbers:
+        return None
+    target = rng.choice(numbers)
+    old = target.group(0)
+    candidates = [n for n in others if n != old]
+    if candidates:
+        new = rng.choice(candidates)
+    else:
+        digits = old.replace(",", "")
+        value = float(digits) if "." in digits else int(digits)
+        new = str(value + rng.choice((-3, -2, 2, 3, 7)) if isinstance(value, int) else value * 2)
+    return sentence[: target.start()] + new + sentence[target.end() :]
+
+
+def _swap_word(sentence: str, rng: random.Random, group: Sequence[str]) -> str | None:
+    words = [m for m in re.finditer(r"\b\w+\b", sentence) if m.group(0).casefold() in group]
+    if not words:
+        return None
+    target = rng.choice(words)
+    old = target.group(0)
+    new = rng.choice([w for w in group if w != old.casefold()])
+    if old[0].isupper():
+        new = new.capitalize()
+    return sentence[: target.start()] + new + sentence[target.end() :]
+
+
+def _swap_date(sentence: str, rng: random.Random, _: Sequence[str]) -> str | None:
+    for group in _DATES:
+        changed = _swap_word(sentence, rng, group)
+        if changed is not None:
+            return changed
+    return None
+
+
+def _swap_name(sentence: str, rng: random.Random, names: Sequence[str]) -> str | None:
+    found = list(_NAME.finditer(sentence))
+    if not found:
+        return None
+    target = rng.choice(found)
+    candidates = [n for n in names if n != target.group(1) and n not in sentence]
+    if not candidates:
+        return None
+    return sentence[: target.start(1)] + rng.choice(candidates) + sentence[target.end(1) :]
+
+
+def _swap_pronoun(sentence: str, rng: random.Random, _: Sequence[str]) -> str | None:
+    words = [m for m in re.finditer(r"\b\w+\b", sentence) if m.group(0).casefold() in _PRONOUNS]
+    if not words:
+        return None
+    target = rng.choice(words)
+    old = target.group(0)
+    new = _PRONOUNS[old.casefold()]
+    if old[0].isupper():
+        new = new.capitalize()
+    return sentence[: target.start()] + new + sentence[target.end() :]
+
+
+def _negate(sentence: str, rng: random.Random, _: Sequence[str]) -> str | None:
+    removed = re.sub(r"\b(\w+) not\b", r"\1", sentence, count=1)
+    if removed != sentence:
+        return removed
+    removed = re.sub(r"n't\b", "", sentence, count=1)
+    if removed != sentence:
+        return removed
+    pattern = r"\b(" + "|".join(_AUXILIARIES) + r")\b"
+    found = list(re.finditer(pattern, sentence, flags=re.IGNORECASE))
+    if not found:
+        return None
+    target = rng.choice(found)
+    return sentence[: target.end()] + " not" + sentence[target.end() :]
+
+
+_CHANGERS: dict[str, Callable[[str, random.Random, Sequence[str]], str | None]] = {
+    "number": _swap_number,
+    "date": _swap_date,
+    "name": _swap_name,
+    "pronoun": _swap_pronoun,
+    "negation": _negate,
+}
+
+
+def make_cases(
+    documents: Iterable[tuple[str, str]], per_document: int = 2, seed: int = 0
+) -> list[Made]:
+    """For each (doc id, text): `per_document` faithful sentences and as many changed ones
+    (each changed in the first way that applies to it, in a seeded shuffle of the changes
+    within a sentence; failing all, a sentence of the next document)."""
+    docs = [(doc, text, sentences(text)) for doc, text in documents]
+    docs = [d for d in docs if d[2]]
+    rng = random.Random(seed)
+    made: list[Made] = []
+    for position, (doc, text, found) in enumerate(docs):
+        numbers = [m.group(0) for m in _NUMBER.finditer(text)]
+        names = sorted({m.group(1) for m in _NAME.finditer(text)})
+        picked = rng.sample(found, min(len(found), 2 * per_document))
+        for sentence in picked[:per_document]:
+            made.append(Made(doc, text, sentence, 1, ""))
+        for sentence in picked[per_document:]:
+            changes = [c for c in CHANGES if c != "other_document"]
+            rng.shuffle(changes)
+            changes.append("other_document")  # when no change applies within the sentence
+            for change in changes:
+                if change == "other_document":
+                    if len(docs) < 2:
+                        continue
+                    other = docs[(position + 1) % len(docs)][2]
+                    made.append(Made(doc, text, rng.choice(other), 0, change))
+                    break
+                pool = numbers if change == "number" else names
+                changed = _CHANGERS[change](sentence, rng, pool)
+                if changed is not None and changed != sentence:
+                    made.append(Made(doc, text, changed, 0, change))
+                    break
+    return made

@@ -1,0 +1,71 @@
+"""Labelled cases made by code (`anvil perturb`): each kind of change on a sentence that
+allows it, faithful sentences copied verbatim, the same cases for the same seed."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from anvil_local.bench import perturb
+from anvil_local.cli import main
+
+DOC = (
+    "The council met on Monday in Leeds. Mayor Ana Lopez said the budget rose by 12 percent "
+    "this year. She will present it to residents in March. The plan was not approved by "
+    "everyone on the council."
+)
+OTHER = "A new bridge opened in the north of the city. Traffic was light on the first day."
+
+
+def test_sentences_keep_whole_sentences_of_a_useful_length():
+    assert perturb.sentences(DOC) == [
+        "The council met on Monday in Leeds.",
+        "Mayor Ana Lopez said the budget rose by 12 percent this year.",
+        "She will present it to residents in March.",
+        "The plan was not approved by everyone on the council.",
+    ]
+
+
+def test_each_change_alters_one_checkable_thing():
+    rng = random.Random(0)
+    assert perturb._swap_number("It rose by 12 percent.", rng, ["7"]) == "It rose by 7 percent."
+    assert perturb._swap_date("They met on Monday.", rng, []) not in (None, "They met on Monday.")
+    assert perturb._swap_pronoun("She will present it.", rng, []) == "He will present it."
+    assert perturb._negate("The plan was not approved.", rng, []) == "The plan was approved."
+    assert perturb._negate("The plan was approved.", rng, []) == "The plan was not approved."
+    swapped = perturb._swap_name("The mayor met Ana Lopez today.", rng, ["Bo Chen", "Ana Lopez"])
+    assert swapped == "The mayor met Bo Chen today."
+    assert perturb._swap_number("No digits here.", rng, []) is None
+
+
+def test_made_cases_pair_faithful_and_changed_sentences_and_repeat_for_a_seed():
+    made = perturb.make_cases([("a", DOC), ("b", OTHER)], per_document=1, seed=3)
+    again = perturb.make_cases([("a", DOC), ("b", OTHER)], per_document=1, seed=3)
+    assert made == again
+    faithful = [m for m in made if m.consistent == 1]
+    changed = [m for m in made if m.consistent == 0]
+    assert len(faithful) == 2 and len(changed) == 2
+    assert all(m.summary in m.source for m in faithful)  # a sentence of its own document
+    assert all(m.summary not in m.source for m in changed)
+    assert all(m.change in perturb.CHANGES for m in changed)
+
+
+def test_anvil_perturb_writes_labelled_cases(tmp_path: Path):
+    data = tmp_path / "docs.jsonl"
+    rows = [
+        {"id": "a", "doc": "a", "input": DOC, "actual_output": "x"},
+        {"id": "b", "doc": "b", "input": OTHER, "actual_output": "y"},
+    ]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "made.jsonl"
+    result = CliRunner().invoke(
+        main, ["perturb", "--data", str(data), "--out", str(out), "--per-doc", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("wrote 4 cases from 2 documents")
+    made = [json.loads(x) for x in out.read_text().splitlines()]
+    assert sorted(m["labels"]["consistent"] for m in made) == [0, 0, 1, 1]
+    assert {m["doc"] for m in made} == {"a", "b"}
