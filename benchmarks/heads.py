@@ -86,6 +86,13 @@ def est(value: Any) -> Any:
     return {"value": value.value, "low": value.low, "high": value.high}
 
 
+def cost(lines: list) -> list[float]:
+    """Tokens llama.cpp evaluated and seconds, per case, as the lines were judged."""
+    n = max(1, len(lines))
+    tokens = sum(x.result.usage.evaluated_tokens for x in lines) / n
+    return [round(tokens, 1), round(sum(x.result.seconds for x in lines) / n, 3)]
+
+
 def measured(pred: np.ndarray, d: Any) -> dict[str, Any]:
     """The head statistics of `bench.fit` for predictions made elsewhere."""
     from anvil_local.bench.fit import _statistics
@@ -129,8 +136,8 @@ def main() -> None:
     model = resolve_model(args.model)
     human = labels_of(rows, label, data_name)
     judge_metric, code_metric = load_metric(JUDGE), load_metric(CODE)
-    judge_found, _ = readings(judge_metric, rows, model)
-    code_found, _ = readings(code_metric, rows, model)
+    judge_found, judge_lines = readings(judge_metric, rows, model)
+    code_found, code_lines = readings(code_metric, rows, model)
     docs = [document_of(r) for r in rows]
     judge = design(judge_found, human, docs, str(JUDGE))
     code = design(code_found, human, docs, str(CODE))
@@ -174,18 +181,31 @@ def main() -> None:
     versus_shipped = stats.paired_difference(
         statistic(shipped_pred, judge), statistic(judge_pred, judge), judge.docs, len(judge_pred)
     )
+    judge_cost, code_cost = cost(judge_lines), cost(code_lines)
     rows_out = [
-        ["head over the judge's readings (out of fold)", *cells(report.head_stats, binary)],
-        ["head over code alone (out of fold)", *cells(code_report.head_stats, binary)],
+        [
+            "head over the judge's readings (out of fold)",
+            *cells(report.head_stats, binary),
+            *judge_cost,
+        ],
+        ["head over code alone (out of fold)", *cells(code_report.head_stats, binary), *code_cost],
         [
             f"best single reading: {report.best_feature}",
             *cells(report.feature_stats[report.best_feature], binary),
+            None,
+            None,
         ],
         [
             f"best single code reading: {code_report.best_feature}",
             *cells(code_report.feature_stats[code_report.best_feature], binary),
+            None,
+            None,
         ],
-        ["previous shipped: consistency_check.toml", *cells(measured(shipped_pred, judge), binary)],
+        [
+            "previous shipped: consistency_check.toml",
+            *cells(measured(shipped_pred, judge), binary),
+            *cost(shipped_out.lines),
+        ],
     ]
     notes = [
         f"Head minus code-only head, {name}: {versus_code.text()} (paired, same cases).",
@@ -198,6 +218,7 @@ def main() -> None:
             [
                 f"head fitted on {n_made} made cases, no human label",
                 *cells(measured(made_pred, judge), binary),
+                *judge_cost,
             ]
         )
     columns = (
@@ -208,7 +229,7 @@ def main() -> None:
             "doc Spearman",
             "Spearman",
         ]
-    )
+    ) + ["tokens evaluated/case", "s/case"]
     efficiency = ", ".join(f"{size}: {mean:.3f}" for size, mean, _, _ in report.efficiency)
     notes.append(f"Label efficiency ({name}, out of fold, mean of 5 draws): {efficiency}.")
     notes.append(f"Kept head weights: {report.head.fitted_on}.")

@@ -9,6 +9,7 @@ import json
 import math
 from pathlib import Path
 
+from anvil_local.bench.abstention import markdown as abstention_markdown
 from anvil_local.bench.calibrate import markdown as calibration_markdown
 from anvil_local.bench.pairwise import bias_text
 from anvil_local.bench.reference import published
@@ -119,6 +120,9 @@ def markdown(result: BenchResult) -> str:
         headers += [h for _, h in PAIRWISE_COLUMNS]
         headers += ["position bias", "orders disagree", "preferred shown first", *cost_headers]
         parts += [_table(headers, rows), ""]
+    abstaining = [(o.model, o.metric, o.label, o.abstention) for o in binary if o.abstention]
+    if abstaining:
+        parts += [abstention_markdown(abstaining).strip(), ""]
     if result.comparisons:
         rows = [[c.model, c.statistic, c.a, c.b, _fmt(c.difference)] for c in result.comparisons]
         parts += [

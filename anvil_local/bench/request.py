@@ -23,7 +23,8 @@ class BenchRequest:
     """What to bench: `suite` (a shipped name or a suite file), or `data_file` with `label`
     and `metric_files`; on `models` (none: the default judge); limited to the first `docs`
     documents or `limit` cases; `report_dir` for the report files. With `fit_calibration`,
-    each metric's fitted score -> label map is written into its metric file."""
+    each metric's fitted score -> label map is written into its metric file; with
+    `abstain_precision`, each binary metric's abstention level is fitted and measured."""
 
     suite: str | None = None
     data_file: Path | None = None
@@ -36,6 +37,7 @@ class BenchRequest:
     use_cache: bool = True
     threads: int | None = None
     fit_calibration: bool = False
+    abstain_precision: float | None = None
 
 
 def _need_bench_extra() -> None:
@@ -115,6 +117,7 @@ def run_bench(request: BenchRequest, sinks: Sequence[Sink] = ()) -> str:
         source=str(data_file),
         results_dir=request.report_dir,
         fit_calibration=request.fit_calibration,
+        abstain_precision=request.abstain_precision,
     )
     text = markdown(result)
     if request.fit_calibration:

@@ -13,11 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from anvil_local.bench import pairwise, stats
+from anvil_local.bench import abstention, pairwise, stats
+from anvil_local.bench.abstention import AbstentionReport
 from anvil_local.bench.calibrate import CalibrationFit, fit_calibration
 from anvil_local.bench.pairwise import is_pairwise, preferences
 from anvil_local.bench.suite import MetricSpec, document_of, label_name, labels_of
 from anvil_local.errors import DataError
+from anvil_local.metrics.abstain import confidence
 from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.calibration import score_input
 from anvil_local.metrics.features import FeaturesMetric
@@ -50,6 +52,7 @@ class MetricOutcome:
     cost: dict[str, float]
     threshold: float
     points: list[tuple[float, float]] = field(default_factory=list)  # (judge, human)
+    abstention: AbstentionReport | None = None
 
     @property
     def headline(self) -> tuple[str, stats.Estimate]:
@@ -72,6 +75,7 @@ class MetricOutcome:
             "agreement": agreement,
             "headline": self.headline[0],
             "cost": self.cost,
+            **({"abstention": self.abstention.to_dict()} if self.abstention else {}),
         }
 
 
@@ -276,9 +280,11 @@ def bench(
     results_dir: Path | None = None,
     on_line: Callable[..., None] | None = None,
     fit_calibration: bool = False,
+    abstain_precision: float | None = None,
 ) -> BenchResult:
     """Score `rows` with every metric on every model, then measure agreement and cost; with
-    `fit_calibration`, also fit each metric's score -> label map (see bench.calibrate)."""
+    `fit_calibration`, also fit each metric's score -> label map (see bench.calibrate); with
+    `abstain_precision`, each binary metric's abstention level (see bench.abstention)."""
     metrics = _distinct(m for m, _ in specs)  # a metric compared with several labels runs once
     for metric, spec in specs:  # every label is there before any model work
         if not is_pairwise(metric):
@@ -325,6 +331,15 @@ def bench(
             outcome, pred, human, docs = measured(
                 model_name, metric, spec.label, rows, by_metric.get(metric.name, {}), source
             )
+            if abstain_precision is not None and outcome.kind == "binary":
+                outcome.abstention = _abstention(
+                    metric,
+                    spec.label,
+                    rows,
+                    by_metric.get(metric.name, {}),
+                    source,
+                    abstain_precision,
+                )
             outcomes.append(outcome)
             series[(metric.name, spec.label)] = (outcome, pred, human, docs)
             if fit_calibration:
@@ -345,6 +360,31 @@ def bench(
         fits,
         _compare_models(per_model),
     )
+
+
+def _abstention(
+    metric: BaseMetric,
+    label: str,
+    rows: list[CaseRow],
+    lines: dict[str, ResultLine],
+    source: str,
+    target: float,
+) -> AbstentionReport | None:
+    """Each verdict's confidence and whether it matches the label, then the report."""
+    confident, correct, docs = [], [], []
+    for row, human in zip(rows, labels_of(rows, label, source), strict=True):
+        line = lines.get(row.case_id)
+        if line is None or line.result.success is None:
+            continue
+        sure = confidence(line.result)
+        if sure is None:
+            continue
+        confident.append(sure)
+        correct.append(float(bool(line.result.success) == bool(human)))
+        docs.append(document_of(row))
+    if len(confident) < 2:
+        return None
+    return abstention.report(np.asarray(confident), np.asarray(correct), docs, target)
 
 
 def _fit(

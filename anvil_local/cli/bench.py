@@ -47,6 +47,15 @@ from anvil_local.cli import options
     help="Fit each metric's score -> label map on half the documents, report it on the other "
     "half, and write it into the metric file (per model).",
 )
+@click.option(
+    "--abstain-precision",
+    type=click.FloatRange(0.5, 1.0, min_open=True),
+    default=None,
+    metavar="ACCURACY",
+    help="For each binary label: fit the confidence level at which the verdicts kept are "
+    "right ACCURACY of the time (on half the documents, measured on the other half) and "
+    "report it with the risk-coverage curve; pass the level to `anvil eval --abstain-below`.",
+)
 def bench(no_cache: bool, progress: bool | None, **fields: Any) -> None:
     """Measure how well judges (model + metric) agree with human labels, and what they cost."""
     from anvil_local.bench.request import BenchRequest, run_bench

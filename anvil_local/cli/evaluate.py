@@ -66,6 +66,24 @@ from anvil_local.errors import DataError, WorkerCrash
 @options.NO_CACHE
 @options.NO_REASON
 @click.option("--fail-fast", is_flag=True, help="Stop at the first case-level error.")
+@click.option(
+    "--abstain-below",
+    "abstain_below",
+    multiple=True,
+    metavar="[METRIC=]LEVEL",
+    help="Mark a verdict uncertain when its confidence (0.5 to 1: a DAG's path probability, "
+    "else the score as the odds of passing) is below LEVEL; for every metric, or one metric "
+    "(repeatable). `anvil bench --abstain-precision` fits a level.",
+)
+@click.option(
+    "--uncertain",
+    "uncertain_policy",
+    type=click.Choice(["pass", "fail", "error"]),
+    default="fail",
+    show_default=True,
+    help="How an uncertain verdict counts: as a pass, as a fail, or as no verdict (exit 1, "
+    "like an error; its score kept).",
+)
 @options.FIELDS
 @options.PROGRESS
 @options.JUDGE
@@ -81,6 +99,8 @@ def eval_command(
     no_cache: bool,
     no_reason: bool,
     fail_fast: bool,
+    abstain_below: tuple[str, ...],
+    uncertain_policy: str,
     fields: tuple[str, ...],
     progress: bool | None,
     model: str | None,
@@ -89,6 +109,7 @@ def eval_command(
     """Evaluate a dataset against metric files. Exit 0: all passed; 1: some case failed
     its threshold or errored; 2: bad input (or llama.cpp cannot run here); 3: a worker
     process crashed (results written so far are kept)."""
+    from anvil_local.metrics.abstain import Abstention
     from anvil_local.run.dataset import parse_field_map, read_cases
     from anvil_local.run.evaluate import evaluate
     from anvil_local.run.executors import make_executor
@@ -105,6 +126,7 @@ def eval_command(
     if ray_address is not None and executor != "ray":
         raise DataError("--ray-address needs --executor ray")
     chosen_shard = Shard.parse(shard) if shard is not None else None
+    abstain = Abstention.parse(abstain_below, uncertain_policy)
     metrics = [m for path in metric_files for m in load_metrics(path)]
     rows = read_cases(data_file, parse_field_map(fields))
     tty = sys.stderr.isatty()
@@ -135,6 +157,7 @@ def eval_command(
             out=out_file,
             sinks=sinks,
             source=str(data_file),
+            abstain=abstain,
         )
     except WorkerCrash as exc:
         crash, outcome = exc, exc.outcome  # its JUnit and summary are written; then fail

@@ -109,6 +109,7 @@ class FeaturesMetric(BaseMetric):
         the same either way (a reused prefix gives bit-identical logits)."""
         self._readings = {}
         session = as_session(session, self.model)
+        start = time.perf_counter()
         for index, member in enumerate(self.features):
             member.prepare(cases, session)
             for case in cases:
@@ -117,6 +118,9 @@ class FeaturesMetric(BaseMetric):
                 except AnvilError:
                     continue  # `run` reads it again and reports the error
                 self._readings[(index, id(case))] = (case, result)
+        # the group's reading time, shared evenly: what each case's result reports it cost
+        share = (time.perf_counter() - start) / max(1, len(cases))
+        self._prepared_seconds = {id(case): share for case in cases}
 
     def _reading(self, index: int, case: LLMTestCase, session: Any) -> MetricResult:
         """A member's reading of the case: prepared for its group, else read now."""
@@ -149,8 +153,12 @@ class FeaturesMetric(BaseMetric):
             threshold=self.threshold,
             trace=FeaturesTrace(values),
             usage=usage,
-            seconds=time.perf_counter() - start,
+            seconds=time.perf_counter() - start + self._prepared_share(case),
         )
+
+    def _prepared_share(self, case: LLMTestCase) -> float:
+        """This case's share of the time `prepare` spent reading its group (0 if none)."""
+        return getattr(self, "_prepared_seconds", {}).pop(id(case), 0.0)
 
     def __repr__(self) -> str:
         names = ", ".join(m.name for m in self.features)

@@ -47,6 +47,8 @@ class MetricResult:
     seconds: float = 0.0
     error: str | None = None
     raw_score: float | None = None  # the score before a fitted calibration map, if one applied
+    confidence: float | None = None  # how sure the verdict is, when the run abstains (abstain.py)
+    uncertain: bool = False  # below the run's confidence level: success is the policy's
 
     def __post_init__(self) -> None:
         if isinstance(self.trace, dict):
@@ -65,6 +67,10 @@ class MetricResult:
             seconds=round(self.seconds, 4),
             error=self.error,
         )
+        if self.confidence is not None:
+            data["confidence"] = self.confidence
+        if self.uncertain:
+            data["uncertain"] = True
         return data
 
     @classmethod
@@ -82,4 +88,6 @@ class MetricResult:
             seconds=float(data.get("seconds") or 0.0),
             error=data.get("error"),
             raw_score=data.get("raw_score"),
+            confidence=data.get("confidence"),
+            uncertain=bool(data.get("uncertain", False)),
         )

@@ -19,6 +19,7 @@ from anvil_local.conversation import ConversationalTestCase
 from anvil_local.errors import DataError, WorkerCrash
 from anvil_local.judge.model import ResolvedModel
 from anvil_local.judge.settings import JudgeSettings
+from anvil_local.metrics.abstain import Abstention
 from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.calibration import calibrate
 from anvil_local.metrics.result import MetricResult
@@ -55,13 +56,15 @@ def evaluate(
     sinks: Sequence[Sink] = (),
     shard: Shard | str | None = None,
     source: str = "",
+    abstain: Abstention | None = None,
 ) -> EvaluationResult:
     """Judge every case with every metric; returns all results (and writes them to `out`).
 
     `model` is a catalogue name, a .gguf path, a ResolvedModel, or a loaded judge/session;
     `executor` is "local", "pool" (the default when jobs > 1), "ray", or an executor object
     (`RayExecutor(address=...)`); `sinks` receive every line and the final outcome (JUnit,
-    summary, your own); `shard` ("i/n") keeps only that shard's cases."""
+    summary, your own); `shard` ("i/n") keeps only that shard's cases; `abstain` marks
+    verdicts below its confidence levels uncertain (`anvil_local.metrics.abstain`)."""
     started = time.perf_counter()
     metrics = list(metrics)
     if not metrics:
@@ -71,6 +74,8 @@ def evaluate(
     every_row = _as_rows(test_cases)
     rows = shard_rows(every_row, shard)
     check_inputs(rows, metrics, source)
+    if abstain is not None and (unknown := abstain.unknown(m.name for m in metrics)):
+        raise DataError(f"--abstain-below names no metric of this run: {', '.join(unknown)}")
     if jobs < 1:
         raise DataError(f"jobs must be at least 1, got {jobs}")
     session = model if hasattr(model, "choose") else None  # a judge or session, loaded
@@ -120,7 +125,7 @@ def evaluate(
         all_sinks += sinks
         for sink in all_sinks:
             sink.start(plan)
-        _run(plan, run_executor, all_sinks, outcome, fail_fast)
+        _run(plan, run_executor, all_sinks, outcome, fail_fast, abstain)
         reported = True
     except KeyboardInterrupt:
         outcome.interrupted = reported = True
@@ -139,7 +144,12 @@ def evaluate(
 
 
 def _run(
-    plan: Plan, executor: Any, sinks: list[Sink], outcome: EvaluationResult, fail_fast: bool
+    plan: Plan,
+    executor: Any,
+    sinks: list[Sink],
+    outcome: EvaluationResult,
+    fail_fast: bool,
+    abstain: Abstention | None,
 ) -> None:
     """Send the cached pairs, then every judged pair, to the outcome and every sink."""
     by_position = {row.position: row for row in plan.rows}
@@ -149,6 +159,8 @@ def _run(
         result = calibrate(
             plan.metrics[index], result, model.name, model.sha256, model.faithful_source()
         )
+        if abstain is not None:
+            result = abstain.apply(result)
         line = ResultLine(
             row.position, row.case_id, result, model.name, model.sha256, cached, doc=_doc(row)
         )

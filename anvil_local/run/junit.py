@@ -10,8 +10,8 @@ from anvil_local.run.records import ResultLine
 
 
 def junit_xml(lines: list[ResultLine], suite: str = "anvil-local") -> bytes:
-    failures = sum(1 for x in lines if x.result.error is None and not x.result.success)
-    errors = sum(1 for x in lines if x.result.error is not None)
+    failures = sum(1 for x in lines if x.result.error is None and x.result.success is False)
+    errors = sum(1 for x in lines if x.result.error is not None or x.result.success is None)
     seconds = sum(x.result.seconds for x in lines)
     root = ET.Element("testsuites")
     node = ET.SubElement(
@@ -30,8 +30,13 @@ def junit_xml(lines: list[ResultLine], suite: str = "anvil-local") -> bytes:
         )
         if r.error is not None:
             ET.SubElement(case, "error", message=r.error, type="JudgeError").text = r.error
+        elif r.success is None:  # uncertain, counted as no verdict
+            message = f"uncertain: confidence {r.confidence:.3f} (score {r.score:.3f})"
+            ET.SubElement(case, "error", message=message, type="Uncertain").text = message
         elif not r.success:
             message = f"score {r.score:.3f} < threshold {r.threshold}"
+            if r.uncertain:
+                message += f" (uncertain: confidence {r.confidence:.3f})"
             ET.SubElement(case, "failure", message=message, type="BelowThreshold").text = (
                 r.reason or message
             )

@@ -60,6 +60,7 @@ class MetricSummary:
     passed: int = 0
     failed: int = 0
     errors: int = 0
+    uncertain: int = 0  # verdicts below the run's confidence level (counted by its policy too)
     score_sum: float = 0.0
     seconds: float = 0.0
     timed: int = 0  # cases judged (not served from the cache)
@@ -117,12 +118,16 @@ class EvaluationResult:
             if not line.cached:
                 summary.seconds += line.result.seconds
                 summary.timed += 1
-            if line.result.error is not None:
+            result = line.result
+            if result.error is not None:
                 summary.errors += 1
-            elif line.result.success:
+                continue
+            summary.uncertain += result.uncertain
+            if result.success is None:  # an uncertain verdict counted as none
+                continue
+            if result.success:
                 summary.passed += 1
-                summary.score_sum += line.result.score or 0.0
             else:
                 summary.failed += 1
-                summary.score_sum += line.result.score or 0.0
+            summary.score_sum += result.score or 0.0
         return list(by_metric.values())

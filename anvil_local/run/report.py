@@ -12,19 +12,24 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def render_summary(outcome: EvaluationResult, out: Path | None = None) -> str:
+    summaries = outcome.summaries()
+    abstained = any(s.uncertain for s in summaries)
     header = ("metric", "cases", "pass rate", "mean score", "errors", "s/case")
+    if abstained:
+        header = (*header[:5], "uncertain", header[5])
     rows = [header]
-    for s in outcome.summaries():
-        rows.append(
-            (
-                s.metric,
-                str(s.cases),
-                _fmt(s.pass_rate, ".0%"),
-                _fmt(s.mean_score, ".3f"),
-                str(s.errors),
-                _fmt(s.seconds_per_case, ".2f"),
-            )
-        )
+    for s in summaries:
+        cells = [
+            s.metric,
+            str(s.cases),
+            _fmt(s.pass_rate, ".0%"),
+            _fmt(s.mean_score, ".3f"),
+            str(s.errors),
+            _fmt(s.seconds_per_case, ".2f"),
+        ]
+        if abstained:
+            cells.insert(5, str(s.uncertain))
+        rows.append(tuple(cells))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = [
         "  ".join(

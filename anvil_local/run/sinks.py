@@ -19,6 +19,7 @@ from typing import Protocol, TextIO
 from anvil_local.cache import Cache
 from anvil_local.errors import DataError
 from anvil_local.judge.model import ResolvedModel
+from anvil_local.metrics.abstain import plain
 from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.calibration import uncalibrated
 from anvil_local.run.dataset import CaseRow
@@ -129,7 +130,7 @@ class CacheSink(BaseSink):
         if line.cached or line.result.error is not None:
             return
         key = result_key(self.model.sha256, item.metric, item.row.case, self.include_reason)
-        self.cache.put_result(key, uncalibrated(line.result).to_dict())
+        self.cache.put_result(key, uncalibrated(plain(line.result)).to_dict())
 
 
 class ProgressSink(BaseSink):
