@@ -193,7 +193,14 @@ def export_id(metric_name: str, node_id: str, verdict: int | None = None) -> str
 
 
 #: Task-node settings DeepEval's TaskNode has no field for: lost in an export.
-NOT_EXPORTED = ("max_tokens", "stop", "examples", "contextual_calibration")
+NOT_EXPORTED = (
+    "max_tokens",
+    "stop",
+    "examples",
+    "contextual_calibration",
+    "negation",
+    "rotate_options",
+)
 
 
 def graph(data: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,13 @@ from anvil_local.metrics.calibration import (
     divide_out,
     uncalibrated,
 )
-from anvil_local.metrics.dag import BinaryJudgementNode, DAGMetric, DeepAcyclicGraph, VerdictNode
+from anvil_local.metrics.dag import (
+    BinaryJudgementNode,
+    DAGMetric,
+    DeepAcyclicGraph,
+    NonBinaryJudgementNode,
+    VerdictNode,
+)
 from anvil_local.metrics.geval import GEval
 from anvil_local.metrics.result import MetricResult
 from anvil_local.run.evaluate import evaluate
@@ -216,6 +222,68 @@ def test_a_calibrated_geval_divides_the_score_distribution():
     weighted = sum(v * p for v, p in zip(range(1, 6), expected, strict=True))
     assert metric.score == pytest.approx((weighted - 1) / 4)
     assert trace["prior"]["5"] == 0.6
+
+
+# -- debiasing without labels -------------------------------------------------------------
+
+
+def test_a_negated_question_is_read_flipped_and_averaged():
+    # the judge leans to Yes: 0.8 Yes to the question, 0.7 Yes to its negation
+    judge = FakeJudge(choices={"Is the Actual": [0.8, 0.2], "Is anything": [0.7, 0.3]})
+    metric = yes_no_dag(negation="Is anything in the Actual Output unsupported by the Input?")
+    metric.measure(CASE, judge)
+    step = metric.trace.get("path")[0]
+    # P(Yes) = (0.8 + P(No to the negation) 0.3) / 2
+    assert step["probabilities"]["Yes"] == pytest.approx(0.55)
+    assert step["verdict"] == "Yes" and metric.expected_score == pytest.approx(0.55)
+    questions = [prompt.question for kind, prompt, _ in judge.calls if kind == "choose"]
+    assert questions == [
+        "Is the Actual Output supported by the Input? (Yes or No)",
+        "Is anything in the Actual Output unsupported by the Input? (Yes or No)",
+    ]
+    assert metric.to_dict()["nodes"]["binary-1"]["negation"].startswith("Is anything")
+
+
+def choice_dag(**node_kwargs) -> DAGMetric:
+    node = NonBinaryJudgementNode(
+        criteria="How well is it supported?",
+        evaluation_params=["input", "actual_output"],
+        children=[
+            VerdictNode("Fully", score=10),
+            VerdictNode("Partly", score=5),
+            VerdictNode("Not", score=0),
+        ],
+        **node_kwargs,
+    )
+    return DAGMetric("Support", DeepAcyclicGraph([node]), include_reason=False, soft=True)
+
+
+def test_rotated_options_average_every_listed_order():
+    # whatever order the options are listed in, the judge picks the first listed
+    judge = FakeJudge(
+        choices={
+            "Options: Fully; Partly; Not": [0.6, 0.2, 0.2],
+            "Options: Partly; Not; Fully": [0.2, 0.6, 0.2],
+            "Options: Not; Fully; Partly": [0.2, 0.2, 0.6],
+        }
+    )
+    metric = choice_dag(rotate_options=True)
+    metric.measure(CASE, judge)
+    step = metric.trace.get("path")[0]
+    assert list(step["probabilities"].values()) == pytest.approx([1 / 3] * 3)  # lean gone
+    assert step["verdict"] == "Fully"  # a tie goes to the first declared option
+    assert len([c for c in judge.calls if c[0] == "choose"]) == 3
+    (node,) = metric.to_dict()["nodes"].values()
+    assert node["rotate_options"] is True
+
+
+def test_each_debias_option_belongs_to_its_kind_of_node():
+    with pytest.raises(MetricDefinitionError, match="'rotate_options' is for multiple-choice"):
+        yes_no_dag(rotate_options=True)
+    with pytest.raises(MetricDefinitionError, match="'negation' is for yes/no nodes"):
+        choice_dag(negation="Is it not?")
+    with pytest.raises(MetricDefinitionError, match="'negation' must be a non-empty string"):
+        yes_no_dag(negation=" ")
 
 
 # -- fitted calibration -----------------------------------------------------------------

@@ -250,7 +250,8 @@ def to_deepeval(metric: dict[str, Any], *, wrapper: bool = False) -> dict[str, A
     that order, which is our `roots` order.
 
     What DeepEval's document cannot carry, and so is lost: a task node's `max_tokens` and
-    `stop`; a judgement node's `examples` and `contextual_calibration`; the metric's `threshold`,
+    `stop`; a judgement node's `examples`, `contextual_calibration`, `negation` and
+    `rotate_options`; the metric's `threshold`,
     `include_reason`, `strict_mode`, `soft` and `soft_floor` (DeepEval takes them as DAGMetric
     arguments, not from the graph), and its `name` unless `wrapper=True`; on a GEval child,
     `rubric` (DeepEval's loader passes JSON straight to `GEval(...)`, whose rubric must be

@@ -109,13 +109,15 @@ class _ConversationalJudgement(ConversationalNode):
     criteria: str
     examples: Any
     contextual_calibration: bool
+    negation: str | None
+    rotate_options: bool
 
     def _check(self) -> None:
         self.turn_window = check_turn_window(self.turn_window)
-        if self.examples or self.contextual_calibration:
+        if self.examples or self.contextual_calibration or self.negation or self.rotate_options:
             raise MetricDefinitionError(
-                f"{type(self).__name__}: examples and contextual_calibration are for "
-                "single-turn nodes"
+                f"{type(self).__name__}: examples, contextual_calibration, negation and "
+                "rotate_options are for single-turn nodes"
             )
 
     def to_spec(self, name_of: Any) -> dict[str, Any]:

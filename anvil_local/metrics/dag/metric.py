@@ -11,7 +11,10 @@ import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import numpy as np
+
 from anvil_local.errors import MetricDefinitionError, MetricTypeError
+from anvil_local.judge.options import argmax_first
 from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.session import JudgeSession
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_name, check_threshold
@@ -34,17 +37,33 @@ def task_question(node: TaskNode) -> str:
     return f"{node.instructions.strip()}\nWrite only the {node.output_label.strip()}, briefly."
 
 
-def judgement_question(node: JudgementNode) -> str:
-    """The node's criteria and its answers, as few tokens as the judge needs.
+def judgement_question(node: JudgementNode, listed: list[str] | None = None) -> str:
+    """The node's criteria and its answers, as few tokens as the judge needs (`listed`: the
+    options in the order the text names them, when rotated).
 
     Every node of a walk reads this after the case, so each token here is paid per node and
     per case; the grammar already holds the answer to the options, the text only names them.
     """
     if isinstance(node, NonBinaryJudgementNode):
-        options = "; ".join(o.strip() for o in node.options())
+        options = "; ".join(o.strip() for o in (listed or node.options()))
         end = "" if options.endswith((".", "?", "!")) else "."
         return f"{node.criteria.strip()}\nOptions: {options}{end}"
     return f"{node.criteria.strip()} (Yes or No)"
+
+
+def debiasing_questions(node: JudgementNode) -> list[tuple[str, bool]]:
+    """The questions a debiased node asks beyond its own, each with whether its Yes/No read
+    flipped: the negation of a yes/no node, or every other rotation of a multiple-choice
+    node's listed options."""
+    if node.negation is not None:
+        return [(f"{node.negation.strip()} (Yes or No)", True)]
+    if node.rotate_options and isinstance(node, NonBinaryJudgementNode):
+        options = node.options()
+        return [
+            (judgement_question(node, options[k:] + options[:k]), False)
+            for k in range(1, len(options))
+        ]
+    return []
 
 
 def visible_blocks(visible: Visible) -> tuple[str, ...]:
@@ -99,24 +118,41 @@ class _JudgeAsker:
             truncated=not result.finished,
         )
 
-    def judge(self, node: JudgementNode, visible: Visible) -> Answer:
-        question = judgement_question(node)
+    def _choose(self, node: JudgementNode, visible: Visible, question: str):
+        """(choice, the judge's own distribution, the prior) for one question; the last two
+        are None without contextual calibration."""
         prompt = self._prompt(visible, question, node)
-        raw = prior = None
         if node.contextual_calibration:
             free = self._content_free(node, visible, question)
             found = contextual_choose(self._judge, prompt, free, node.options())
-            result, raw, prior = found.choice, found.raw, found.prior
-        else:
-            result = self._judge.choose(prompt, node.options())
-        decoded = self._judge.decode_choice(prompt, node.options()) if self.decode_check else None
+            return found.choice, found.raw, found.prior
+        return self._judge.choose(prompt, node.options()), None, None
+
+    def judge(self, node: JudgementNode, visible: Visible) -> Answer:
+        question = judgement_question(node)
+        result, raw, prior = self._choose(node, visible, question)
+        probabilities, usage, seconds = result.probabilities, result.usage, result.seconds
+        others = debiasing_questions(node)
+        if others:  # the mean over the question and its debiasing twins
+            total = np.asarray(probabilities, dtype=float)
+            for other, flipped in others:
+                found, _, _ = self._choose(node, visible, other)
+                read = found.probabilities[::-1] if flipped else found.probabilities
+                total = total + np.asarray(read, dtype=float)
+                usage, seconds = usage + found.usage, seconds + found.seconds
+            probabilities = tuple(float(v) for v in total / (len(others) + 1))
+        decoded = None
+        if self.decode_check:
+            decoded = self._judge.decode_choice(
+                self._prompt(visible, question, node), node.options()
+            )
         return Answer(
             question,
-            result.usage,
-            result.seconds,
+            usage,
+            seconds,
             options=result.options,
-            probabilities=result.probabilities,
-            index=result.index,
+            probabilities=probabilities,
+            index=argmax_first(probabilities) if others else result.index,
             decoded=decoded,
             raw=raw,
             prior=prior,

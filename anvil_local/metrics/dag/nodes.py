@@ -203,10 +203,20 @@ class JudgementNode:
     examples: Any = None
     #: divide the verdict distribution by its content-free prior (metrics.calibration)
     contextual_calibration: bool = False
+    #: a yes/no node: the same question asked the other way round ("Is any ... missing?"),
+    #: its answers read flipped and averaged with the question's (a lean to Yes cancels)
+    negation: str | None = None
+    #: a multiple-choice node: ask with the options listed in every rotation, and average (a
+    #: lean to a listed position cancels)
+    rotate_options: bool = False
 
     def __post_init__(self) -> None:
         _text(self.criteria, f"A {type(self).__name__}'s 'criteria'")
         self.contextual_calibration = bool(self.contextual_calibration)
+        if self.negation is not None:
+            self.negation = _text(self.negation, f"A {type(self).__name__}'s 'negation'")
+        if not isinstance(self.rotate_options, bool):
+            raise MetricDefinitionError("'rotate_options' must be true or false")
         self.children = list(self.children)
         self.evaluation_params = self.read_params(self.evaluation_params)
         if self.children:
@@ -239,6 +249,10 @@ class JudgementNode:
             spec["examples"] = examples_to_list(self.examples, "verdict")
         if self.contextual_calibration:
             spec["contextual_calibration"] = True
+        if self.negation is not None:
+            spec["negation"] = self.negation
+        if self.rotate_options:
+            spec["rotate_options"] = True
         spec["verdicts"] = verdicts
         return spec
 
@@ -250,6 +264,8 @@ class JudgementNode:
             label=label,
             examples=spec.get("examples"),
             contextual_calibration=spec.get("contextual_calibration", False),
+            negation=spec.get("negation"),
+            rotate_options=spec.get("rotate_options", False),
         )
 
     def check_examples(self, check: Any) -> None:
@@ -290,6 +306,8 @@ _JUDGEMENT_FIELDS = {
     "label",
     "examples",
     "contextual_calibration",
+    "negation",
+    "rotate_options",
 }
 
 
@@ -312,6 +330,11 @@ class BinaryJudgementNode(JudgementNode):
         if verdicts.count(True) != 1 or verdicts.count(False) != 1:
             raise MetricDefinitionError(
                 "BinaryJudgementNode must have one True and one False VerdictNode child."
+            )
+        if self.rotate_options:
+            raise MetricDefinitionError(
+                "'rotate_options' is for multiple-choice nodes; a yes/no node debiases with "
+                "'negation' (the question asked the other way round)"
             )
         self.check_examples(yes_no_check)
 
@@ -347,6 +370,11 @@ class NonBinaryJudgementNode(JudgementNode):
                     "NonBinaryJudgementNode."
                 )
             seen.add(key)
+        if self.negation is not None:
+            raise MetricDefinitionError(
+                "'negation' is for yes/no nodes; a multiple-choice node debiases with "
+                "'rotate_options'"
+            )
         self.check_examples(option_check(self.options()))
 
     def options(self) -> list[str]:

@@ -23,8 +23,8 @@ messages where it has them, a missing field included (DeepEval raises KeyError);
 an unknown reference anywhere in the document is refused, not only on a path from a root;
 and a `turn_window` in a document loaded as single-turn is refused instead of dropped. What
 the document has no room for is lost in `dag_to_dict`: a task node's `max_tokens` and `stop`,
-a judgement node's `examples` and `contextual_calibration`, a GEval child's rubric; code
-nodes, which DeepEval has no type for, are refused.
+a judgement node's `examples`, `contextual_calibration`, `negation` and `rotate_options`, a
+GEval child's rubric; code nodes, which DeepEval has no type for, are refused.
 """
 
 from __future__ import annotations
