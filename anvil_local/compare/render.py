@@ -135,7 +135,7 @@ def markdown(c: Comparison) -> str:
         rows.append(
             [
                 _name(m),
-                f"{m.cases} ({m.units} {m.resampled})"
+                f"{m.cases} ({m.units} {'document' if m.units == 1 else 'documents'})"
                 if m.resampled == "documents"
                 else str(m.cases),
                 _num(m.base_mean),
