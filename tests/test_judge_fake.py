@@ -171,3 +171,10 @@ def test_a_trie_count_that_stopped_at_its_limit_is_marked_in_the_summary():
     assert usage.trie_capped and capped.usage.trie_capped
     assert MetricResult.from_dict(capped.lines[0].result.to_dict()).usage.trie_capped
     assert "(counting stopped at the trie's limit: too small)" in render_summary(capped)
+
+
+def test_a_runtime_without_hidden_states_says_so_in_one_typed_error():
+    from anvil_local.errors import ModelError
+
+    with pytest.raises(ModelError, match="reads no hidden states"):
+        fake_judge().hidden_state(Prompt(("Input:\nx\n\n",), "Q?"))

@@ -203,3 +203,24 @@ def test_repeated_choices_give_identical_probabilities(judge: Judge):
     judge.runtime.evaluate([1, 2, 3])
     first = judge.choose(prompt, options).probabilities
     assert judge.choose(prompt, options).probabilities == first
+
+
+def test_hidden_state_is_read_where_the_judge_answers_and_leaves_its_verdicts_alone(
+    judge: Judge,
+):
+    """The hidden state comes from the same exact evaluation as the verdict's logits: asked
+    after the question it decodes two tokens; cold or warm it is the same vector; and the
+    verdict read after it is bit-identical to the one before."""
+    prompt = Prompt(BLOCKS, "Is the actual output faithful to the input?")
+    before = judge.choose(prompt, ["Yes", "No"])
+    warm = judge.hidden_state(prompt)
+    after = judge.choose(prompt, ["Yes", "No"])
+    assert after.probabilities == before.probabilities
+    assert len(warm.state) == judge.runtime.n_embd
+    assert warm.usage.evaluated_tokens == 2
+    judge.choose(Prompt(BLOCKS[:1], "Something else entirely?"), ["Yes", "No"])
+    cold = judge.hidden_state(prompt)
+    assert cold.usage.evaluated_tokens > 2
+    assert cold.state == warm.state
+    other = judge.hidden_state(Prompt(BLOCKS, "Is the actual output fluent?"))
+    assert other.state != warm.state

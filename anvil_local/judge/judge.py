@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from anvil_local.errors import ContextOverflow, GenerationError
+from anvil_local.errors import ContextOverflow, GenerationError, ModelError
 from anvil_local.judge.chat import ChatFormat
 from anvil_local.judge.model import ResolvedModel
 from anvil_local.judge.options import argmax_first, option_probabilities
@@ -27,6 +27,7 @@ from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.results import (
     ChoiceResult,
     GenerationResult,
+    HiddenStateResult,
     LikelihoodResult,
     ScoreResult,
     Usage,
@@ -193,6 +194,20 @@ class Judge:
         usage = self._record(Usage(len(tokens) + len(answer), reused, evaluated, 1, distinct))
         pieces = tuple(self.runtime.detokenize([t]) for t in answer)
         return LikelihoodResult(pieces, tuple(values), usage, time.perf_counter() - start)
+
+    def hidden_state(self, prompt: Prompt) -> HiddenStateResult:
+        """The model's hidden state where it would answer `prompt` (the position whose
+        logits `choose` reads), from an exact evaluation of the same tokens: after a
+        `choose` on this prompt only its last two tokens are decoded again."""
+        start = time.perf_counter()
+        read = getattr(self.runtime, "hidden_state", None)
+        if read is None:
+            raise ModelError(f"{self.model.name}: this runtime reads no hidden states")
+        tokens = self._checked_tokens(prompt, 0)
+        state, reused, evaluated = read(tokens)
+        distinct = self.trie.add(tokens)
+        usage = self._record(Usage(len(tokens), reused, evaluated, 1, distinct))
+        return HiddenStateResult(tuple(float(v) for v in state), usage, time.perf_counter() - start)
 
     def generate(
         self,

@@ -43,6 +43,15 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class HiddenStateResult:
+    """The judge's last hidden state at the end of a prompt (where it would answer)."""
+
+    state: tuple[float, ...]
+    usage: Usage
+    seconds: float
+
+
+@dataclass(frozen=True)
 class ChoiceResult:
     """One option picked from a declared list, with the probability of every option."""
 

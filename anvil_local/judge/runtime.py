@@ -178,6 +178,7 @@ class LlamaRuntime(LlamaVocab):
             llama.close()
             raise
         self.n_ctx = llama.n_ctx()
+        self.n_embd = llama.n_embd()
         self.n_batch = settings.n_batch
         self._tokens: list[int] = []
         self._exact = 0  # leading cache entries computed as a cold evaluation would
@@ -231,6 +232,31 @@ class LlamaRuntime(LlamaVocab):
         ptr = self._llama_cpp.llama_get_logits_ith(llama.ctx, -1)
         logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
         return logits, keep, len(tokens) - keep
+
+    def hidden_state(self, tokens: Sequence[int]) -> tuple[np.ndarray, int, int]:
+        """The model's last hidden state (after its final norm) at the last of `tokens`;
+        returns (state, tokens reused, tokens evaluated). The same exact evaluation as
+        `evaluate`, with llama.cpp's embeddings switched on for it: the logits it leaves
+        are bit-identical (measured), so a question just asked costs two tokens more. While
+        embeddings are on llama.cpp keeps every token of a batch as an output (it says so in
+        a warning, silenced here)."""
+        import llama_cpp._logger as llama_log
+
+        lib, ctx = self._llama_cpp, self.llama.ctx
+        level = llama_log.logger.level
+        llama_log.logger.setLevel(logging.CRITICAL)
+        lib.llama_set_embeddings(ctx, True)
+        try:
+            # an exact evaluation always decodes the last two tokens: with embeddings on
+            _, reused, evaluated = self.evaluate(tokens)
+            ptr = lib.llama_get_embeddings_ith(ctx, -1)
+            if not ptr:
+                raise ModelError("llama.cpp gave no hidden state for this model")
+            state = np.ctypeslib.as_array(ptr, shape=(self.n_embd,)).astype(np.float64)
+        finally:
+            lib.llama_set_embeddings(ctx, False)
+            llama_log.logger.setLevel(level)
+        return state, reused, evaluated
 
     def prefill(self, tokens: Sequence[int]) -> tuple[int, int]:
         """Make the KV cache hold exactly `tokens`, computed as an exact `evaluate` would,

@@ -18,6 +18,7 @@ from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.results import (
     ChoiceResult,
     GenerationResult,
+    HiddenStateResult,
     LikelihoodResult,
     ScoreResult,
     Usage,
@@ -82,6 +83,9 @@ class JudgeSession:
 
     def decode_choice(self, prompt: Prompt, options: Sequence[str]) -> str:
         return self.judge.decode_choice(prompt, options)
+
+    def hidden_state(self, prompt: Prompt) -> HiddenStateResult:
+        return self.judge.hidden_state(prompt)
 
     def likelihood(self, prompt: Prompt, continuation: str) -> LikelihoodResult:
         key = (prompt, continuation)
