@@ -28,7 +28,11 @@ from anvil_local.metrics.arena.prompts import (
 )
 from anvil_local.metrics.arena.trace import ArenaTrace, OrderReading
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_name
-from anvil_local.metrics.geval.definition import check_definition, distinct_params
+from anvil_local.metrics.geval.definition import (
+    check_definition,
+    definition_dict,
+    distinct_params,
+)
 from anvil_local.metrics.geval.prompts import STEP_LINE, STEPS_HEADING
 from anvil_local.metrics.geval.steps import ask_for_steps, steps_key
 from anvil_local.metrics.layout import case_blocks, fields_phrase
@@ -92,16 +96,11 @@ class ArenaGEval(BaseMetric):
         return [p for p in ordered_params(self.evaluation_params) if p not in SHARED]
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "type": self.kind,
-            "name": self.name,
-            "evaluation_params": [p.value for p in self.evaluation_params],
-            "criteria": self.criteria,
-            "evaluation_steps": self.evaluation_steps,
-            "debias": self.debias,
-            "include_reason": self.include_reason,
-        }
-        return {k: v for k, v in data.items() if v is not None}
+        return definition_dict(
+            self,
+            debias=self.debias,
+            include_reason=self.include_reason,
+        )
 
     def required_params(self) -> list[SingleTurnParams]:
         return ordered_params(self.evaluation_params)

@@ -31,7 +31,7 @@ from anvil_local.metrics.conversational.layout import (
     conversation_phrase,
     turn_blocks,
 )
-from anvil_local.metrics.geval.definition import check_definition, check_span
+from anvil_local.metrics.geval.definition import check_definition, check_span, definition_dict
 from anvil_local.metrics.geval.layout import definition_block
 from anvil_local.metrics.geval.prompts import REASON_QUESTION, STEPS_CRITERIA, STEPS_QUESTION
 from anvil_local.metrics.geval.rubric import Rubric, score_range, sort_rubric
@@ -103,18 +103,13 @@ class ConversationalGEval(BaseMetric):
         self.steps_generated = 0
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "type": self.kind,
-            "name": self.name,
-            "evaluation_params": [p.value for p in self.evaluation_params],
-            "criteria": self.criteria,
-            "evaluation_steps": self.evaluation_steps,
-            "rubric": [r.to_dict() for r in self.rubric] if self.rubric else None,
-            "threshold": self.threshold,
-            "strict_mode": self.strict_mode,
-            "include_reason": self.include_reason,
-        }
-        return {k: v for k, v in data.items() if v is not None}
+        return definition_dict(
+            self,
+            rubric=[r.to_dict() for r in self.rubric] if self.rubric else None,
+            threshold=self.threshold,
+            strict_mode=self.strict_mode,
+            include_reason=self.include_reason,
+        )
 
     def required_params(self) -> list[MultiTurnParams]:
         return ordered_multi_turn(self.evaluation_params)

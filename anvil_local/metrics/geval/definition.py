@@ -45,3 +45,18 @@ def check_span(score_range: tuple[int, int]) -> tuple[int, int]:
     if score_range[0] == score_range[1]:
         raise MetricDefinitionError("the rubric must span at least two scores")
     return score_range
+
+
+def definition_dict(metric: Any, **rest: Any) -> dict[str, Any]:
+    """A G-Eval-like metric's definition as its file holds it (and its cache key reads it):
+    the fields GEval, ConversationalGEval and ArenaGEval share, then `rest`, in that order;
+    unset fields left out."""
+    data: dict[str, Any] = {
+        "type": metric.kind,
+        "name": metric.name,
+        "evaluation_params": [p.value for p in metric.evaluation_params],
+        "criteria": metric.criteria,
+        "evaluation_steps": metric.evaluation_steps,
+        **rest,
+    }
+    return {k: v for k, v in data.items() if v is not None}

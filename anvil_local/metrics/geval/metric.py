@@ -13,7 +13,12 @@ from anvil_local.judge.session import JudgeSession
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_name
 from anvil_local.metrics.calibration import content_free_case
 from anvil_local.metrics.examples import Example, examples_to_list, parse_examples
-from anvil_local.metrics.geval.definition import check_definition, check_span, distinct_params
+from anvil_local.metrics.geval.definition import (
+    check_definition,
+    check_span,
+    definition_dict,
+    distinct_params,
+)
 from anvil_local.metrics.geval.layout import Layout, Panel, Single, definition_block
 from anvil_local.metrics.geval.panel import (
     check_members,
@@ -93,21 +98,16 @@ class GEval(BaseMetric):
     # -- definition ----------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "type": self.kind,
-            "name": self.name,
-            "evaluation_params": [p.value for p in self.evaluation_params],
-            "criteria": self.criteria,
-            "evaluation_steps": self.evaluation_steps,
-            "rubric": [r.to_dict() for r in self.rubric] if self.rubric else None,
-            "threshold": self.threshold,
-            "strict_mode": self.strict_mode,
-            "include_reason": self.include_reason,
-            "examples": examples_to_list(self.examples, self.scale.answer_key),
-            "contextual_calibration": self.contextual_calibration or None,
-            "panel": [m.to_dict() for m in self.panel] if self.panel else None,
-        }
-        return {k: v for k, v in data.items() if v is not None}
+        return definition_dict(
+            self,
+            rubric=[r.to_dict() for r in self.rubric] if self.rubric else None,
+            threshold=self.threshold,
+            strict_mode=self.strict_mode,
+            include_reason=self.include_reason,
+            examples=examples_to_list(self.examples, self.scale.answer_key),
+            contextual_calibration=self.contextual_calibration or None,
+            panel=[m.to_dict() for m in self.panel] if self.panel else None,
+        )
 
     # -- steps ---------------------------------------------------------------------------
 
