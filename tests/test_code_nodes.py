@@ -67,6 +67,17 @@ def test_ngram_overlap_is_the_share_of_the_texts_bigrams_found_in_the_source():
         checks.ngram_overlap("a b", None)
 
 
+def test_summary_shape_checks_count_words_sentences_and_repeats():
+    text = "The cat sat. The cat sat on the mat! Did it"
+    assert checks.word_count(text) == 11.0
+    assert checks.sentence_count(text) == 3.0  # the last one counts without its stop
+    assert checks.sentence_count("  ") == 0.0
+    # trigrams: the-cat-sat, cat-sat-the, sat-the-cat, the-cat-sat (again), cat-sat-on, ...
+    assert checks.repeated_ngrams(text, n=3) == pytest.approx(1 / 9)  # 9 trigrams
+    assert checks.repeated_ngrams("one two", n=3) == 0.0  # no trigram: nothing repeated
+    assert checks.repeated_ngrams("a a a a", n=1) == 0.75
+
+
 def test_a_bad_check_definition_is_refused():
     with pytest.raises(MetricDefinitionError, match="unknown check 'nope'"):
         CodeNode("nope", fields=["actual_output"])

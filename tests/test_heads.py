@@ -53,6 +53,16 @@ def test_a_features_metric_reads_every_member_and_round_trips():
     assert metric_from_dict(metric.to_dict()).to_dict() == metric.to_dict()
 
 
+def test_a_numeric_check_is_read_as_its_value_not_its_clipped_score():
+    count = {"type": "check", "name": "words", "check": "word_count"}
+    repeats = {"type": "check", "name": "repeats", "check": "repeated_ngrams", "args": {"n": 1}}
+    metric = metric_from_dict({"type": "features", "name": "Shape", "features": [count, repeats]})
+    result = metric.run(case("the cat sat on the mat the end"), FakeJudge())
+    # 8 words (a score clipped to 0..1 would say 1.0); 2 of the 8 unigrams repeat an earlier one
+    assert result.trace.to_dict()["values"] == {"words": 8.0, "repeats": 2 / 8}
+    assert result.score == pytest.approx((1.0 + 2 / 8) / 2)  # the mean of the members' scores
+
+
 @pytest.mark.parametrize(
     ("features", "message"),
     [

@@ -322,7 +322,8 @@ def test_calibrate_maps_the_score_keeps_the_raw_one_and_the_cache_form():
     assert done.score == pytest.approx(0.3) and done.success is False
     assert done.raw_score == 0.5
     assert uncalibrated(done) == raw
-    assert calibrate(metric, raw, "other-model", SHA) is raw
+    assert calibrate(metric, raw, "other-model", "c" * 64) is raw
+    assert calibrate(metric, raw, "the-same-file.gguf", SHA).score == pytest.approx(0.3)
     assert calibrate(metric, raw, "fake-judge", "b" * 64) is raw  # fitted on another file
 
 

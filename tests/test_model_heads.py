@@ -104,3 +104,36 @@ LIKELY = {
     "target": "actual_output",
     "contrast": True,
 }
+
+
+def test_the_shipped_coherence_head_reads_the_summary_shape_on_the_real_judge(
+    tmp_path: Path, default_model_path: Path
+):
+    """The shipped SummEval head (the judge's readings and the summary's shape) applies to the
+    default judge by its sha256: the shape is read as counts, and the score is the head's."""
+    import tomllib
+
+    from anvil_local.metrics.checks import repeated_ngrams, sentence_count, word_count
+
+    shipped = ROOT / "examples" / "small_judge" / "coherence_head_summeval.toml"
+    rows = (ROOT / "benchmarks" / "data" / "summeval.jsonl").read_text().splitlines()[:2]
+    data = tmp_path / "summeval.jsonl"
+    data.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "results.jsonl"
+    model = ["--model", str(default_model_path)]
+    ran = CliRunner().invoke(
+        main, ["eval", "--metric", str(shipped), "--data", str(data), "--out", str(out), *model]
+    )
+    assert ran.exit_code in (0, 1), ran.output
+    table = tomllib.loads(shipped.read_text())["calibration"]["smollm2-135m-instruct"]
+    head = Head.from_dict(table, "smollm2-135m-instruct")
+    lines = result_items(out)
+    assert len(lines) == 2 and all(x["error"] is None for x in lines)
+    summaries = {json.loads(row)["id"]: json.loads(row)["actual_output"] for row in rows}
+    for line in lines:
+        summary = summaries[line["case_id"]]
+        values = line["trace"]["values"]
+        assert values["words"] == word_count(summary) > 1  # a count, not a clipped score
+        assert values["sentences"] == sentence_count(summary)
+        assert values["repeated trigrams"] == repeated_ngrams(summary, n=3)
+        assert line["score"] == pytest.approx(head.score([values[n] for n in head.features]))

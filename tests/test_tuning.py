@@ -189,6 +189,17 @@ def test_a_map_fitted_on_the_source_serves_its_faithful_conversion():
     assert calibration.for_model("shipped-q8_0", "b" * 64, None) is None
 
 
+def test_a_map_serves_its_own_file_under_another_name():
+    """A catalogue file given by its path is named by the file, not the catalogue: the map
+    fitted on the same bytes still applies, and no other file's does."""
+    sha = "a" * 64
+    calibration = Calibration.from_dict(
+        {"shipped": {"sha256": sha, "scores": [0.0, 1.0], "values": [0.2, 0.8]}}
+    )
+    assert calibration.for_model("shipped.Q4_1.gguf", sha) is calibration.maps["shipped"]
+    assert calibration.for_model("shipped.Q4_1.gguf", "b" * 64) is None
+
+
 def test_tune_cli_refuses_a_lossy_format_in_one_line():
     result = CliRunner().invoke(main, ["models", "tune", "--format", "Q4_0"])
     assert result.exit_code == 2

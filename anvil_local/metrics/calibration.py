@@ -194,8 +194,12 @@ class Calibration:
     ) -> ScoreMap | Head | None:
         """The map (or head) fitted for this model file; None (with a warning) if it was fitted for
         another file under the same name. `source` is the (name, sha256) of the model a
-        precision-keeping conversion came from: its map serves the converted file too."""
+        precision-keeping conversion came from: its map serves the converted file too. A
+        model named otherwise (a catalogue file given by its path) finds the map fitted on
+        the same bytes."""
         entry = self.maps.get(name)
+        if entry is None:
+            entry = next((e for e in self.maps.values() if e.sha256 == sha256), None)
         if entry is None and source is not None:
             fitted = self.maps.get(source[0])
             if fitted is not None and fitted.sha256 == source[1]:

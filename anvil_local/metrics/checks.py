@@ -263,6 +263,32 @@ def novel_ngrams(text: str, source: Any = None, *, n: int = 2) -> float:
     return 1.0 - ngram_overlap(text, source, n=n)
 
 
+@register_check("word_count")
+def word_count(text: str, source: Any = None) -> float:
+    """How many words the text has (the unit of the n-gram checks): a summary's length, which
+    a head may weigh (longer summaries cover more of their document)."""
+    return float(len(words(text)))
+
+
+@register_check("sentence_count")
+def sentence_count(text: str, source: Any = None) -> float:
+    """How many sentences the text has: runs of text ended by '.', '!' or '?' and a space
+    (or the end), the last one counted even without its stop."""
+    return float(len([s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]))
+
+
+@register_check("repeated_ngrams", _n)
+def repeated_ngrams(text: str, source: Any = None, *, n: int = 3) -> float:
+    """The share of the text's word n-grams that repeat one earlier in the same text (0.0
+    when it has none): redundancy, a summary saying the same thing twice."""
+    if not isinstance(n, int) or n < 1:
+        raise MetricDefinitionError("'n' must be a positive integer")
+    grams = ngrams(words(text), n)
+    if not grams:
+        return 0.0
+    return 1.0 - len(set(grams)) / len(grams)
+
+
 def compare(value: bool | float, spec: dict[str, Any]) -> bool:
     """A check's value as a verdict: a bool as it is, a number against `at_least` /
     `at_most` (both optional, inclusive)."""

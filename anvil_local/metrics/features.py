@@ -32,10 +32,14 @@ def readings(name: str, score: float, trace: dict[str, Any]) -> dict[str, float]
     """What one member's result contributes as features: its score (a soft DAG's expected
     score: the probability mass behind its verdicts, where the score is the one walk's), and
     for a likelihood metric with a contrast its two sides (the log-probability with the
-    source and without it), which a head may weigh differently."""
+    source and without it), which a head may weigh differently. A numeric check is read as
+    its value, not its score clipped to 0..1: a summary's 40 words are not 1."""
     expected = trace.get("expected_score")
     if isinstance(expected, int | float) and not isinstance(expected, bool):
         score = expected
+    value = trace.get("value")
+    if trace.get("type") == "check" and type(value) in (int, float):  # a bool is its score
+        score = value
     found = {name: float(score)}
     if trace.get("type") == "likelihood" and trace.get("unconditional") is not None:
         found[f"{name}.conditional"] = float(trace["conditional"])
