@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.results import (
     ChoiceResult,
     GenerationResult,
+    HiddenStateResult,
     LikelihoodResult,
     ScoreResult,
     Usage,
@@ -155,6 +157,14 @@ class FakeJudge:
     def decode_choice(self, prompt: Prompt, options: Sequence[str]) -> str:
         self.calls.append(("decode", prompt, tuple(options)))
         return self._lookup(self.texts, prompt.question, options[-1])
+
+    def hidden_state(self, prompt: Prompt) -> HiddenStateResult:
+        """A state of 16 numbers drawn from the prompt's text (the same prompt, the same
+        state)."""
+        self.calls.append(("hidden_state", prompt, ()))
+        seed = zlib.crc32(("".join(prompt.blocks) + prompt.question).encode())
+        state = np.random.default_rng(seed).normal(size=16)
+        return HiddenStateResult(tuple(float(v) for v in state), Usage(10, 5, 5, 1), 0.001)
 
     def likelihood(self, prompt: Prompt, continuation: str) -> LikelihoodResult:
         """Scripted by whether the prompt holds a case field: `likelihoods` maps a substring

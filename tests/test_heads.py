@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from anvil_local import LLMTestCase, evaluate
-from anvil_local.bench.fit import as_head, design, fit, fit_report, out_of_fold
+from anvil_local.bench.fit import as_head, design, fit, fit_report, markdown, out_of_fold
 from anvil_local.cli import main
 from anvil_local.errors import MetricDefinitionError
 from anvil_local.metrics.calibration import Calibration, calibrate, uncalibrated
@@ -318,3 +318,66 @@ def test_bench_fit_calibration_fits_a_head_for_a_features_metric_on_one_fold():
     assert fit_result.fit_cases == fit_result.check_cases == 30
     # the head reads the signal apart from the noise that the plain mean mixes in
     assert fit_result.after["auroc"].value > fit_result.before["auroc"].value
+
+
+HIDDEN = {
+    "type": "hidden_state",
+    "name": "state",
+    "question": "Is the summary supported by the document?",
+}
+
+
+def test_a_hidden_state_member_reads_p_yes_and_every_dimension():
+    metric = metric_from_dict({"type": "features", "name": "With state", "features": [HIDDEN]})
+    judge = FakeJudge(choices={"Is the summary supported by the document? (Yes or No)": [0.7, 0.3]})
+    result = metric.run(case("the cat sat"), judge)
+    values = result.trace.to_dict()["values"]
+    assert values["state"] == pytest.approx(0.7)
+    assert [k for k in values if k != "state"] == [f"state.h{i}" for i in range(16)]
+    # the state is the one the judge read where it answers that question, after the case
+    again = judge.hidden_state(judge.calls[0][1])
+    assert [values[f"state.h{i}"] for i in range(16)] == list(again.state)
+    assert [kind for kind, _, _ in judge.calls[:2]] == ["hidden_state", "choose"]
+    alone = features_of(metric_from_dict(HIDDEN).run(case("the cat sat"), judge))
+    assert alone["p_yes"] == pytest.approx(0.7) and alone["state.h3"] == again.state[3]
+
+
+def test_a_head_over_a_projected_state_is_written_over_the_raw_dimensions():
+    """The kept head folds the principal-component projection into its weights: applied to
+    the raw dimensions it gives the fitted pipeline's own predictions, for either label."""
+    rng = np.random.default_rng(0)
+    n, dims = 60, 20
+    state = rng.normal(size=(n, dims))
+    other = rng.normal(size=(n, 2))
+    x = np.hstack([other[:, :1], state, other[:, 1:]])  # state columns in the middle
+    names = ["a", *[f"s.h{i}" for i in range(dims)], "b"]
+    docs = [f"d{i % 12}" for i in range(n)]
+    found = [dict(zip(names, row, strict=True)) for row in x]
+    for y in (
+        (state[:, 0] + other[:, 0] > 0).astype(float),
+        np.round(np.clip(state[:, 1] + 3, 1, 5)),
+    ):
+        d = design(found, y, docs, "test")
+        model, _ = fit(d.x, d.target, d.docs, d.binary, state=tuple(range(1, dims + 1)))
+        assert len(model) == 3  # projected, scaled, fitted
+        head = as_head(model, d.names, d.binary, SHA, "y", "here")
+        assert head.features == tuple(names)
+        expected = model.predict_proba(d.x)[:, 1] if d.binary else np.clip(model.predict(d.x), 0, 1)
+        assert [head.score(list(row)) for row in d.x] == pytest.approx(expected, abs=1e-6)
+
+
+def test_fit_report_reads_a_hidden_state_together_not_dimension_by_dimension():
+    rng = np.random.default_rng(1)
+    n = 40
+    y = (np.arange(n) % 2).astype(float)
+    found = [
+        {"p": float(y[i] + rng.normal()), **{f"s.h{j}": float(rng.normal()) for j in range(10)}}
+        for i in range(n)
+    ]
+    d = design(found, y, [f"d{i % 8}" for i in range(n)], "test")
+    report = fit_report(
+        d, model="m", sha256=SHA, metric="M", label="y", source="s", efficiency=False
+    )
+    assert list(report.feature_stats) == ["p"] and report.best_feature == "p"
+    assert len(report.head.features) == 11
+    assert "the hidden state's 10 dimensions through 8 principal components" in markdown(report)

@@ -137,3 +137,45 @@ def test_the_shipped_coherence_head_reads_the_summary_shape_on_the_real_judge(
         assert values["sentences"] == sentence_count(summary)
         assert values["repeated trigrams"] == repeated_ngrams(summary, n=3)
         assert line["score"] == pytest.approx(head.score([values[n] for n in head.features]))
+
+
+def test_a_head_over_the_real_judges_hidden_state_is_written_and_applied(
+    tmp_path: Path, default_model_path: Path
+):
+    """`anvil fit` reads a hidden-state member's 576 dimensions through its projection and
+    writes a head over the raw dimensions; `anvil eval` applies exactly that head."""
+    rows = (ROOT / "benchmarks" / "data" / "qags_xsum.jsonl").read_text().splitlines()[:10]
+    data = tmp_path / "qags.jsonl"
+    data.write_text("\n".join(rows) + "\n")
+    metric = tmp_path / "features.json"
+    question = "Is every statement in the Actual Output supported by the Input?"
+    members = [
+        FEATURES["features"][0],
+        {"type": "hidden_state", "name": "state", "question": question},
+    ]
+    metric.write_text(json.dumps({"type": "features", "name": "State", "features": members}))
+    model = ["--model", str(default_model_path)]
+    fitted = CliRunner().invoke(
+        main,
+        [
+            *("fit", "--metric", str(metric), "--data", str(data)),
+            *("--label", "labels.consistent", "--folds", "3", "--no-progress", *model),
+        ],
+    )
+    assert fitted.exit_code == 0, fitted.output
+    assert "| state |" in fitted.output and "| state.h0 |" not in fitted.output
+    assert "the hidden state's 576 dimensions through 8 principal components" in fitted.output
+    table = json.loads(metric.read_text())["calibration"][default_model_path.name]
+    head = Head.from_dict(table, default_model_path.name)
+    assert head.features[:2] == ("unigrams", "state") and len(head.features) == 2 + 576
+    out = tmp_path / "results.jsonl"
+    ran = CliRunner().invoke(
+        main, ["eval", "--metric", str(metric), "--data", str(data), "--out", str(out), *model]
+    )
+    assert ran.exit_code in (0, 1), ran.output
+    lines = result_items(out)
+    assert len(lines) == 10 and all(x["error"] is None for x in lines)
+    for line in lines:
+        values = line["trace"]["values"]
+        assert 0.0 < values["state"] < 1.0  # the judge's P(Yes)
+        assert line["score"] == pytest.approx(head.score([values[n] for n in head.features]))

@@ -15,6 +15,10 @@ it does on documents it was not fitted on.
   drawn from each training split (five seeded draws each), and all of them.
 - The head written into the metric file is fitted on every case (the setting chosen by the
   same grouped cross-validation).
+- A hidden-state member's dimensions (`<name>.h<index>`) are first reduced to
+  `STATE_COMPONENTS` principal components, fitted without labels on the training cases only;
+  the kept head folds that projection into its weights, so it is written (and applied) over
+  the raw dimensions like any other feature.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import numpy as np
 
 from anvil_local.bench import stats
 from anvil_local.errors import DataError
-from anvil_local.metrics.heads import Head
+from anvil_local.metrics.heads import Head, is_dimension
 
 #: Inverse regularisation strengths (logistic) / penalties (ridge) tried.
 C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 10.0)
@@ -37,6 +41,8 @@ ALPHA_GRID = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
 INNER_FOLDS = 3
 EFFICIENCY_SIZES = (25, 50, 100)
 EFFICIENCY_DRAWS = 5
+#: Principal components a hidden state is reduced to before the head reads it.
+STATE_COMPONENTS = 8
 SEED = 20261202
 
 
@@ -108,7 +114,16 @@ def design(
 # -- fitting -------------------------------------------------------------------------------
 
 
-def _model(binary: bool, setting: float) -> Any:
+def state_columns(names: Sequence[str]) -> tuple[int, ...]:
+    """The indices of the hidden-state dimensions among a design's features."""
+    return tuple(j for j, name in enumerate(names) if is_dimension(name))
+
+
+def _model(binary: bool, setting: float, state: Sequence[int] = (), n: int = 0) -> Any:
+    """Standardise, then logistic or ridge; with `state` columns (and `n` training cases)
+    those columns are first projected on their principal components, the rest kept."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.decomposition import PCA
     from sklearn.linear_model import LogisticRegression, Ridge
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -117,7 +132,14 @@ def _model(binary: bool, setting: float) -> Any:
         estimator = LogisticRegression(C=setting, class_weight="balanced", max_iter=5000)
     else:
         estimator = Ridge(alpha=setting)
-    return make_pipeline(StandardScaler(), estimator)
+    if not state:
+        return make_pipeline(StandardScaler(), estimator)
+    components = max(1, min(STATE_COMPONENTS, len(state), n - 1))
+    project = ColumnTransformer(
+        [("state", PCA(n_components=components, random_state=0), list(state))],
+        remainder="passthrough",
+    )
+    return make_pipeline(project, StandardScaler(), estimator)
 
 
 def _predict(model: Any, x: np.ndarray, binary: bool) -> np.ndarray:
@@ -148,7 +170,12 @@ def _usable(y: np.ndarray, binary: bool) -> bool:
 
 
 def choose_setting(
-    x: np.ndarray, target: np.ndarray, docs: Sequence[str], binary: bool, folds: int = INNER_FOLDS
+    x: np.ndarray,
+    target: np.ndarray,
+    docs: Sequence[str],
+    binary: bool,
+    folds: int = INNER_FOLDS,
+    state: Sequence[int] = (),
 ) -> float:
     """The grid setting with the best out-of-fold statistic (grouped by document); ties go to
     the stronger regularisation."""
@@ -163,7 +190,7 @@ def choose_setting(
     for setting in ordered:
         pred = np.full(len(target), np.nan)
         for train, test in splits:
-            model = _model(binary, setting).fit(x[train], target[train])
+            model = _model(binary, setting, state, len(train)).fit(x[train], target[train])
             pred[test] = _predict(model, x[test], binary)
         seen = ~np.isnan(pred)
         value = _score(
@@ -174,10 +201,17 @@ def choose_setting(
     return best
 
 
-def fit(x: np.ndarray, target: np.ndarray, docs: Sequence[str], binary: bool) -> tuple[Any, float]:
-    """A head fitted on these cases, its setting chosen by grouped cross-validation on them."""
-    setting = choose_setting(x, target, docs, binary)
-    return _model(binary, setting).fit(x, target), setting
+def fit(
+    x: np.ndarray,
+    target: np.ndarray,
+    docs: Sequence[str],
+    binary: bool,
+    state: Sequence[int] = (),
+) -> tuple[Any, float]:
+    """A head fitted on these cases, its setting chosen by grouped cross-validation on them;
+    `state`: the hidden-state columns, projected first (see the module docstring)."""
+    setting = choose_setting(x, target, docs, binary, state=state)
+    return _model(binary, setting, state, len(target)).fit(x, target), setting
 
 
 def out_of_fold(
@@ -188,6 +222,7 @@ def out_of_fold(
     folds: int,
     size: int | None = None,
     draw: int = 0,
+    state: Sequence[int] = (),
 ) -> np.ndarray:
     """Each case predicted by a head fitted (setting chosen too) on the other folds only;
     `size`: on that many training cases drawn at random (seeded by `draw`)."""
@@ -199,7 +234,7 @@ def out_of_fold(
         if not _usable(target[train], binary):
             continue
         train_docs = [docs[i] for i in train]
-        model, _ = fit(x[train], target[train], train_docs, binary)
+        model, _ = fit(x[train], target[train], train_docs, binary, state)
         pred[test] = _predict(model, x[test], binary)
     return pred
 
@@ -218,22 +253,49 @@ def _draw(
 def as_head(
     model: Any, names: Sequence[str], binary: bool, sha256: str, label: str, fitted_on: str
 ) -> Head:
-    """The fitted scikit-learn pipeline as plain numbers."""
-    scaler, estimator = model[0], model[-1]
+    """The fitted scikit-learn pipeline as plain numbers. A projection of hidden-state columns
+    is folded in: a state dimension d gets mean mu_d (the projection's centre), scale 1 and
+    the weight sum_i w_i V_id / s_i over the components i (V the projection, s and w the
+    components' scale and weight), and the components' own means move into the intercept."""
+    scaler, estimator = model[-2], model[-1]
     scale = [float(s) if s > 0 else 1.0 for s in scaler.scale_]
     coef = np.ravel(estimator.coef_)
     intercept = float(np.ravel([estimator.intercept_])[0])
+    means, scales, weights = list(scaler.mean_), scale, list(coef)
+    if len(model) == 3:  # [projection, scaler, estimator]
+        project = model[0]
+        state = list(project.transformers_[0][2])
+        pca = project.named_transformers_["state"]
+        k = pca.n_components_
+        folded = (np.asarray(coef[:k]) / np.asarray(scale[:k])) @ pca.components_
+        intercept -= float(np.sum(coef[:k] * np.asarray(scaler.mean_[:k]) / np.asarray(scale[:k])))
+        rest = [j for j in range(len(names)) if j not in set(state)]
+        by_column: dict[int, tuple[float, float, float]] = {}
+        for i, j in enumerate(state):
+            by_column[j] = (float(pca.mean_[i]), 1.0, float(folded[i]))
+        for i, j in enumerate(rest):
+            by_column[j] = (float(scaler.mean_[k + i]), scale[k + i], float(coef[k + i]))
+        means = [by_column[j][0] for j in range(len(names))]
+        scales = [by_column[j][1] for j in range(len(names))]
+        weights = [by_column[j][2] for j in range(len(names))]
     return Head(
         kind="logistic" if binary else "linear",
         features=tuple(names),
-        mean=tuple(round(float(m), 8) for m in scaler.mean_),
-        scale=tuple(round(s, 8) for s in scale),
-        coef=tuple(round(float(c), 8) for c in coef),
+        mean=tuple(_kept(m) for m in means),
+        scale=tuple(_kept(s) for s in scales),
+        coef=tuple(_kept(c) for c in weights),
         intercept=round(intercept, 8),
         sha256=sha256,
         label=label,
         fitted_on=fitted_on,
     )
+
+
+def _kept(value: float) -> float:
+    """A head's number as written: 8 decimals, or 10 significant digits for a small one (a
+    hidden state's folded weights are small and many)."""
+    value = float(value)
+    return round(value, 8) if abs(value) >= 1e-2 else float(f"{value:.10g}")
 
 
 # -- the report ----------------------------------------------------------------------------
@@ -290,13 +352,18 @@ def fit_report(
 ) -> FitReport:
     """Cross-validate, measure, and fit the head to keep (see the module docstring)."""
     target = d.target
-    pred = out_of_fold(d.x, target, d.docs, d.binary, folds)
+    state = state_columns(d.names)
+    pred = out_of_fold(d.x, target, d.docs, d.binary, folds, state=state)
     if np.isnan(pred).any():
         raise DataError(f"{metric}: a fold's training documents hold one label only")
     head_stats = _statistics(pred, d)
     headline = "auroc" if d.binary else "doc_spearman"
-    feature_stats = {name: _statistics(d.x[:, j], d) for j, name in enumerate(d.names)}
-    best = max(d.names, key=lambda n: feature_stats[n][headline].value)
+    feature_stats = {  # a hidden state's dimensions are read together, not one by one
+        name: _statistics(d.x[:, j], d) for j, name in enumerate(d.names) if j not in state
+    }
+    if not feature_stats:
+        raise DataError(f"{metric}: a head needs a feature besides the hidden state")
+    best = max(feature_stats, key=lambda n: feature_stats[n][headline].value)
     best_values = d.x[:, d.names.index(best)]
     difference = stats.paired_difference(
         _headline_stat(best_values, d), _headline_stat(pred, d), d.docs, len(pred)
@@ -308,14 +375,14 @@ def fit_report(
                 continue
             values = []
             for draw in range(EFFICIENCY_DRAWS):
-                drawn = out_of_fold(d.x, target, d.docs, d.binary, folds, size, draw)
+                drawn = out_of_fold(d.x, target, d.docs, d.binary, folds, size, draw, state)
                 seen = ~np.isnan(drawn)
                 docs = [x for x, s in zip(d.docs, seen, strict=True) if s]
                 values.append(_score(drawn[seen], target[seen], docs, d.binary))
             rows.append((str(size), float(np.mean(values)), min(values), max(values)))
         value = head_stats[headline].value
         rows.append((f"all ({int(len(target) * (folds - 1) / folds)})", value, value, value))
-    model_all, setting = fit(d.x, target, d.docs, d.binary)
+    model_all, setting = fit(d.x, target, d.docs, d.binary, state)
     n_docs = len(set(d.docs))
     fitted_on = (
         f"{source}: {len(target)} cases of {n_docs} documents; "
@@ -347,7 +414,7 @@ def markdown(report: FitReport) -> str:
         "| reads | " + " | ".join(cols) + " |",
         "|---|" + "---|" * len(cols),
     ]
-    rows = [("**head**", report.head_stats)] + [(n, report.feature_stats[n]) for n in d.names]
+    rows = [("**head**", report.head_stats), *report.feature_stats.items()]
     for name, found in rows:
         lines.append(f"| {name} | " + " | ".join(found[c].text() for c in cols) + " |")
     lines += [
@@ -366,8 +433,14 @@ def markdown(report: FitReport) -> str:
         ]
         for size, mean, low, high in report.efficiency:
             lines.append(f"| {size} | {mean:.3f} | {low:.3f} to {high:.3f} |")
+    state = set(state_columns(report.head.features))
     weights = ", ".join(
-        f"{n} {w:+.3f}" for n, w in zip(report.head.features, report.head.coef, strict=True)
+        f"{n} {w:+.3f}"
+        for j, (n, w) in enumerate(zip(report.head.features, report.head.coef, strict=True))
+        if j not in state
     )
+    if state:
+        weights += f", and the hidden state's {len(state)} dimensions through {STATE_COMPONENTS}"
+        weights += " principal components"
     lines += ["", f"Kept head (fitted on every case): {report.head.fitted_on}; weights {weights}."]
     return "\n".join(lines) + "\n"

@@ -22,6 +22,7 @@ from anvil_local.errors import AnvilError, MetricDefinitionError, MetricTypeErro
 from anvil_local.judge.results import Usage
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_name, check_threshold
 from anvil_local.metrics.definitions import metric_from_dict
+from anvil_local.metrics.heads import state_readings
 from anvil_local.metrics.result import Trace
 from anvil_local.models.sessions import as_session
 from anvil_local.registry import register_metric
@@ -33,7 +34,8 @@ def readings(name: str, score: float, trace: dict[str, Any]) -> dict[str, float]
     score: the probability mass behind its verdicts, where the score is the one walk's), and
     for a likelihood metric with a contrast its two sides (the log-probability with the
     source and without it), which a head may weigh differently. A numeric check is read as
-    its value, not its score clipped to 0..1: a summary's 40 words are not 1."""
+    its value, not its score clipped to 0..1: a summary's 40 words are not 1. A hidden-state
+    member adds its state's dimensions."""
     expected = trace.get("expected_score")
     if isinstance(expected, int | float) and not isinstance(expected, bool):
         score = expected
@@ -44,6 +46,7 @@ def readings(name: str, score: float, trace: dict[str, Any]) -> dict[str, float]
     if trace.get("type") == "likelihood" and trace.get("unconditional") is not None:
         found[f"{name}.conditional"] = float(trace["conditional"])
         found[f"{name}.unconditional"] = float(trace["unconditional"])
+    found.update(state_readings(name, trace))
     return found
 
 

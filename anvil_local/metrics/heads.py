@@ -12,7 +12,8 @@ their standardisation, the weights and the intercept.
 
 What a head reads from a result (`features_of`): a features metric's readings; a G-Eval
 metric's whole score distribution (P(score = k) for every k) and its weighted score; a
-likelihood metric's value and, with a contrast, both of its sides; any other metric's score.
+likelihood metric's value and, with a contrast, both of its sides; a hidden-state metric's
+P(Yes) and its state's dimensions (`state.h0`, ...); any other metric's score.
 Like a calibration map, a head is applied after the cache (the cache keeps the raw result),
 so fitting one never re-judges a case.
 """
@@ -30,6 +31,23 @@ from anvil_local.metrics.result import MetricResult
 HEAD_KINDS = ("logistic", "linear")
 
 
+#: A hidden-state dimension's feature name: `<metric name>.h<index>`.
+DIMENSION = "{name}.h{index}"
+
+
+def state_readings(name: str, trace: dict[str, Any]) -> dict[str, float]:
+    """A hidden-state member's dimensions as named features (empty for any other trace)."""
+    if trace.get("type") != "hidden_state":
+        return {}
+    return {DIMENSION.format(name=name, index=i): float(v) for i, v in enumerate(trace["state"])}
+
+
+def is_dimension(feature: str) -> bool:
+    """Whether a feature name is a hidden-state dimension (`<name>.h<index>`)."""
+    _, dot, tail = feature.rpartition(".h")
+    return bool(dot) and tail.isdigit()
+
+
 def features_of(result: MetricResult) -> dict[str, float]:
     """The features a head reads from a result (see the module docstring), by name."""
     trace = result.trace.to_dict()
@@ -42,6 +60,8 @@ def features_of(result: MetricResult) -> dict[str, float]:
         return found
     if kind == "geval" and trace.get("probabilities"):
         return {f"p_{k}": float(v) for k, v in trace["probabilities"].items()}
+    if kind == "hidden_state":
+        return {"p_yes": float(trace["p_yes"]), **state_readings("state", trace)}
     if kind == "likelihood":
         found = {"value": float(trace["value"]), "conditional": float(trace["conditional"])}
         if trace.get("unconditional") is not None:
