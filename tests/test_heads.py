@@ -320,6 +320,35 @@ def test_bench_fit_calibration_fits_a_head_for_a_features_metric_on_one_fold():
     assert fit_result.after["auroc"].value > fit_result.before["auroc"].value
 
 
+def test_bench_fit_calibration_projects_a_hidden_state_as_anvil_fit_does():
+    from anvil_local.bench.calibrate import fit_calibration
+
+    found, y, docs = separable(60)
+    rng = np.random.default_rng(2)
+    with_state = [{**f, **{f"s.h{j}": float(rng.normal()) for j in range(30)}} for f in found]
+    d = design(with_state, y, docs, "t")
+    fit_result = fit_calibration(
+        model="m",
+        sha256=SHA,
+        metric="F",
+        label="consistent",
+        kind="binary",
+        raw=d.x.mean(axis=1),
+        human=d.y,
+        docs=d.docs,
+        threshold=0.5,
+        label_range=(0.0, 1.0),
+        source="toy",
+        features=(d.names, d.x),
+    )
+    head = fit_result.entry
+    assert isinstance(head, Head) and head.features == tuple(d.names)
+    # projected: the 30 state columns share one projection centre per column, scale 1
+    state = [j for j, n in enumerate(d.names) if n.startswith("s.h")]
+    assert all(head.scale[j] == 1.0 for j in state)
+    assert fit_result.after["auroc"].value > 0.5
+
+
 HIDDEN = {
     "type": "hidden_state",
     "name": "state",

@@ -131,14 +131,15 @@ def fit_calibration(
     before_score = raw[check]
     entry: ScoreMap | Head
     if features is not None:
-        from anvil_local.bench.fit import as_head
+        from anvil_local.bench.fit import as_head, state_columns
         from anvil_local.bench.fit import fit as fit_head
 
         names, matrix = features
         fit_docs = [d for d, f in zip(docs, fit, strict=True) if f]
         if len(np.unique(target[fit])) < 2:
             raise DataError(f"{metric} on {model}: the fit split holds one label only")
-        pipeline, _ = fit_head(matrix[fit], target[fit], fit_docs, binary)
+        state = state_columns(names)  # a hidden state is projected first, as `anvil fit` does
+        pipeline, _ = fit_head(matrix[fit], target[fit], fit_docs, binary, state)
         entry = as_head(pipeline, names, binary, sha256, label, fitted_on)
         after_score = np.asarray([entry.score(row) for row in matrix[check]])
     else:
