@@ -294,12 +294,11 @@ def test_anvil_fit_writes_a_head_that_anvil_eval_applies(tmp_path: Path, default
     assert first["score"] == pytest.approx(head.score(values))
 
 
-def test_bench_fit_calibration_fits_a_head_for_a_features_metric_on_one_fold():
+def calibrate_on_half(d):
+    """`anvil bench --fit-calibration`'s fit for a features metric's design, binary label."""
     from anvil_local.bench.calibrate import fit_calibration
 
-    found, y, docs = separable(60)
-    d = design(found, y, docs, "t")
-    fit_result = fit_calibration(
+    return fit_calibration(
         model="m",
         sha256=SHA,
         metric="F",
@@ -313,6 +312,12 @@ def test_bench_fit_calibration_fits_a_head_for_a_features_metric_on_one_fold():
         source="toy",
         features=(d.names, d.x),
     )
+
+
+def test_bench_fit_calibration_fits_a_head_for_a_features_metric_on_one_fold():
+    found, y, docs = separable(60)
+    d = design(found, y, docs, "t")
+    fit_result = calibrate_on_half(d)
     assert isinstance(fit_result.entry, Head) and fit_result.entry.kind == "logistic"
     assert "fold 0 of 2" in fit_result.entry.fitted_on
     assert fit_result.fit_cases == fit_result.check_cases == 30
@@ -321,26 +326,11 @@ def test_bench_fit_calibration_fits_a_head_for_a_features_metric_on_one_fold():
 
 
 def test_bench_fit_calibration_projects_a_hidden_state_as_anvil_fit_does():
-    from anvil_local.bench.calibrate import fit_calibration
-
     found, y, docs = separable(60)
     rng = np.random.default_rng(2)
     with_state = [{**f, **{f"s.h{j}": float(rng.normal()) for j in range(30)}} for f in found]
     d = design(with_state, y, docs, "t")
-    fit_result = fit_calibration(
-        model="m",
-        sha256=SHA,
-        metric="F",
-        label="consistent",
-        kind="binary",
-        raw=d.x.mean(axis=1),
-        human=d.y,
-        docs=d.docs,
-        threshold=0.5,
-        label_range=(0.0, 1.0),
-        source="toy",
-        features=(d.names, d.x),
-    )
+    fit_result = calibrate_on_half(d)
     head = fit_result.entry
     assert isinstance(head, Head) and head.features == tuple(d.names)
     # projected: the 30 state columns share one projection centre per column, scale 1
