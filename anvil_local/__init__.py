@@ -6,7 +6,7 @@ its imports.
 
 from anvil_local.arena import ArenaTestCase, Contestant
 from anvil_local.conversation import ConversationalTestCase, MultiTurnParams, Turn
-from anvil_local.errors import AnvilError
+from anvil_local.errors import AnvilError, UnsupportedFeature
 from anvil_local.judge import Judge, JudgeSettings
 from anvil_local.metrics import (
     ArenaGEval,
@@ -34,15 +34,17 @@ from anvil_local.metrics import (
     dag_to_json,
     geval_panel,
 )
-from anvil_local.run import assert_test, evaluate
+from anvil_local.metrics.geval import ArenaGEvalTemplate, ConversationalGEvalTemplate, GEvalTemplate
+from anvil_local.run import EvaluationDataset, Golden, assert_test, compare, evaluate
 from anvil_local.spec import load_metric, load_metrics
-from anvil_local.testcase import LLMTestCase, LLMTestCaseParams, SingleTurnParams
+from anvil_local.testcase import LLMTestCase, LLMTestCaseParams, MLLMImage, SingleTurnParams
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AnvilError",
     "ArenaGEval",
+    "ArenaGEvalTemplate",
     "ArenaTestCase",
     "BaseMetric",
     "BinaryJudgementNode",
@@ -51,17 +53,22 @@ __all__ = [
     "ConversationalBinaryJudgementNode",
     "ConversationalDAGMetric",
     "ConversationalGEval",
+    "ConversationalGEvalTemplate",
     "ConversationalNonBinaryJudgementNode",
     "ConversationalTaskNode",
     "ConversationalTestCase",
     "ConversationalVerdictNode",
     "DAGMetric",
     "DeepAcyclicGraph",
+    "EvaluationDataset",
     "GEval",
+    "GEvalTemplate",
+    "Golden",
     "Judge",
     "JudgeSettings",
     "LLMTestCase",
     "LLMTestCaseParams",
+    "MLLMImage",
     "MetricResult",
     "MultiTurnParams",
     "NodeType",
@@ -70,8 +77,10 @@ __all__ = [
     "SingleTurnParams",
     "TaskNode",
     "Turn",
+    "UnsupportedFeature",
     "VerdictNode",
     "assert_test",
+    "compare",
     "dag_from_dict",
     "dag_from_json",
     "dag_to_dict",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anvil_local.errors import DataError
-from anvil_local.testcase import LLMTestCase, SingleTurnParams
+from anvil_local.testcase import LLMTestCase, SingleTurnParams, refuse_flags
 
 #: The keys an arena's dict (a case file's line) may hold besides metadata.
 ARENA_FIELDS = ("id", "name", "contestants", "tags", "metadata")
@@ -69,6 +69,7 @@ class ArenaTestCase:
     metadata: dict[str, Any] | None = field(default=None)
 
     def __post_init__(self) -> None:
+        refuse_flags("ArenaTestCase", multimodal=self.multimodal)
         if not isinstance(self.contestants, list) or len(self.contestants) < 2:
             raise DataError("an arena needs a list of at least two contestants")
         self.contestants = [Contestant.from_dict(c) for c in self.contestants]

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from anvil_local.errors import DataError, MetricDefinitionError, MissingParamError
+from anvil_local.testcase import refuse_flags, refuse_images
 
 ROLES = ("user", "assistant")
 
@@ -158,8 +159,18 @@ class Turn:
     tools_called: list[str] | None = None
     user_id: str | None = None
     metadata: dict[str, Any] | None = None
+    # DeepEval's other keywords: audio refused, the rest kept and never judged
+    audio: Any = field(default=None, repr=False, compare=False)
+    latency_ms: float | None = field(default=None, repr=False, compare=False)
+    interrupted: bool | None = field(default=None, repr=False, compare=False)
+    provider_transcript: str | None = field(default=None, repr=False, compare=False)
+    mcp_tools_called: list[Any] | None = field(default=None, repr=False, compare=False)
+    mcp_resources_called: list[Any] | None = field(default=None, repr=False, compare=False)
+    mcp_prompts_called: list[Any] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        refuse_flags("Turn", audio=self.audio)
+        refuse_images("a turn", [self.content, self.retrieval_context])
         if self.role not in ROLES:
             raise DataError(f"a turn's role must be 'user' or 'assistant', got {self.role!r}")
         _text(self.content, "a turn's content")
@@ -209,8 +220,22 @@ class ConversationalTestCase:
     comments: str | None = None
     tags: list[str] | None = None
     id: str | None = None
+    # DeepEval's other keywords: audio and images refused, the rest kept, never judged
+    call_recording_path: str | None = field(default=None, repr=False, compare=False)
+    flaky: bool = field(default=False, repr=False, compare=False)
+    expectations: Any = field(default=None, repr=False, compare=False)
+    expected_labels: dict[str, str] | None = field(default=None, repr=False, compare=False)
+    mcp_servers: list[Any] | None = field(default=None, repr=False, compare=False)
+    multimodal: bool = field(default=False, repr=False, compare=False)
+    voice: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        refuse_flags(
+            "ConversationalTestCase",
+            call_recording_path=self.call_recording_path,
+            multimodal=self.multimodal,
+            voice=self.voice,
+        )
         if not isinstance(self.turns, list) or not self.turns:
             raise DataError("'turns' must be a non-empty list of turns")
         self.turns = [Turn.from_dict(t) for t in self.turns]

@@ -170,6 +170,23 @@ def _library(system_info: str | None, crashed: bool) -> list[Finding]:
     return found
 
 
+def _variant() -> list[Finding]:
+    """A portable build (an offline kit's): the CPU variant llama.cpp chose for this host."""
+    from anvil_local.bundle.variant import built_variants, loaded_variant
+    from anvil_local.judge.native import llama_cpp_dir
+
+    package = llama_cpp_dir()
+    built = built_variants(package / "lib") if package is not None else []
+    if not built:
+        return []  # a native build: one CPU backend, no choice
+    chosen = loaded_variant(package / "lib")
+    listed = f"of {len(built)} built: {', '.join(built)}"
+    if chosen is None:
+        why = "no CPU variant of this portable build loads on this host"
+        return [Finding("cpu variant", f"none loaded ({listed})", problem=why)]
+    return [Finding("cpu variant", f"{chosen} (chosen at load, {listed})")]
+
+
 def _dirs() -> list[Finding]:
     from anvil_local.paths import CACHE_DIR_ENV, DATA_DIR_ENV, cache_dir, data_dir
 
@@ -189,8 +206,9 @@ def _models() -> list[Finding]:
             found.append(Finding(f"model {entry.name}", "not pulled"))
             continue
         digest = sha256_file(path)
+        over = f"adapter over {entry.base}, " if entry.base else ""
         if digest == entry.sha256:
-            found.append(Finding(f"model {entry.name}", f"sha256 OK ({path})"))
+            found.append(Finding(f"model {entry.name}", f"{over}sha256 OK ({path})"))
         else:
             found.append(
                 Finding(
@@ -212,7 +230,7 @@ def _probe(model: str | None, threads: int | None) -> tuple[list[Finding], str |
     try:
         name, path = model_file(model, tune=False)
     except AnvilError as exc:
-        return [Finding("test decode", "no model", problem=str(exc))], None, False
+        return [Finding("test decode", "no model", problem=exc.one_line())], None, False
     n = threads or default_threads()
     try:
         result = probe(Path(path), n, throughput=True)
@@ -346,7 +364,8 @@ def diagnose(
     probed: list[Finding] = []
     if probe and _version("llama-cpp-python") is not None:
         probed, system_info, crashed = _probe(model, threads)
-    found += _library(system_info, crashed) + _tuning() + probed + _dirs() + _models()
+    found += _library(system_info, crashed) + _variant() + _tuning() + probed + _dirs()
+    found += _models()
     return found
 
 

@@ -6,9 +6,11 @@ CLI turns any AnvilError into a single `Error: ...` line (`one_line()`) and exit
     ├── DataError                      an input file cannot be read as asked
     │   └── MetricFileError            a metric file (the message names it)
     ├── MissingExtra                   an optional dependency group is not installed
+    ├── KitError                       a kit cannot be written, or differs from its manifest
     ├── ModelError                     a model cannot be found, fetched, verified or loaded
     │   ├── ModelLoadError             the file cannot be loaded at all
     │   ├── ChecksumMismatch           fetched bytes do not have the catalogue's sha256
+    │   ├── ModelMissing               a catalogue model is not here and cannot be fetched
     │   ├── NativeProbeFailed          the test decode's child failed without a crash
     │   └── TuningError                the host's choice could not be measured or recorded
     ├── NativeCrash                    llama.cpp cannot run on this host
@@ -17,6 +19,7 @@ CLI turns any AnvilError into a single `Error: ...` line (`one_line()`) and exit
     ├── MetricDefinitionError          a definition breaks a rule (also a ValueError)
     ├── MetricTypeError                a definition holds the wrong type (also a TypeError)
     ├── MissingParamError              a case lacks a field a metric needs (a ValueError)
+    ├── UnsupportedFeature             a DeepEval feature a local text judge cannot honour
     └── WorkerCrash                 3  a worker process died mid-run
 """
 
@@ -52,6 +55,11 @@ class MissingExtra(AnvilError):
     """An optional dependency group is not installed; the message names the install command."""
 
 
+class KitError(AnvilError):
+    """An offline kit (`anvil bundle`) cannot be written (a pip step failed), or a kit's
+    files differ from its manifest; the message names the step or the file."""
+
+
 class ModelError(AnvilError):
     """A model cannot be found, fetched, verified or loaded."""
 
@@ -64,6 +72,16 @@ class ModelLoadError(ModelError):
 
 class ChecksumMismatch(ModelError):
     """Fetched bytes do not have the catalogue's sha256."""
+
+
+class ModelMissing(ModelError):
+    """A catalogue model is not on this machine and cannot be fetched (no package index,
+    say): the message names the file; the hint says how to bring it in by hand."""
+
+    hint = (
+        "bring the file in: `anvil models add PATH` stores it, ANVIL_MODEL=PATH runs with it, "
+        "or install a kit written by `anvil bundle` (docs/airgapped.md)"
+    )
 
 
 class NativeProbeFailed(ModelError):
@@ -118,6 +136,11 @@ class MissingParamError(AnvilError, ValueError):
         self.field = field
         case = f"case {case_id!r}" if case_id else "the test case"
         super().__init__(f"metric {metric!r} needs {field!r}, which {case} does not have")
+
+
+class UnsupportedFeature(AnvilError, ValueError):
+    """A DeepEval keyword or input this judge cannot honour (an image, a hosted service, a
+    second model): refused in one line that says why, never dropped silently."""
 
 
 class WorkerCrash(AnvilError):

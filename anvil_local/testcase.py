@@ -11,7 +11,47 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from anvil_local.errors import DataError, MissingParamError
+from anvil_local.errors import DataError, MissingParamError, UnsupportedFeature
+
+#: How DeepEval marks an image inside a string (an MLLMImage in an f-string).
+IMAGE_MARK = "[DEEPEVAL:IMAGE:"
+TEXT_ONLY = "this judge reads text only"
+
+
+@dataclass
+class MLLMImage:
+    """DeepEval's image, so code that builds one imports; a case that holds one is refused
+    ("this judge reads text only"), never judged without its picture."""
+
+    dataBase64: str | None = None  # DeepEval's keyword
+    mimeType: str | None = None  # DeepEval's keyword
+    url: str | None = None
+    local: bool | None = None
+    filename: str | None = None
+    _id: str | None = None  # DeepEval's registry key; the mark uses the object's identity
+
+    def __str__(self) -> str:
+        return f"{IMAGE_MARK}{id(self):x}]"
+
+    def __format__(self, spec: str) -> str:
+        return str(self)  # an f-string carries the mark, so the case is refused
+
+
+def refuse_images(owner: str, values: Any) -> None:
+    """UnsupportedFeature when any value (or list item) is an image or carries its mark."""
+    items = values if isinstance(values, list | tuple) else [values]
+    for item in items:
+        if isinstance(item, list | tuple):
+            refuse_images(owner, item)
+        elif isinstance(item, MLLMImage) or (isinstance(item, str) and IMAGE_MARK in item):
+            raise UnsupportedFeature(f"{owner} holds an image: {TEXT_ONLY}")
+
+
+def refuse_flags(owner: str, **flags: Any) -> None:
+    """UnsupportedFeature for DeepEval's multimodal/audio keywords when set."""
+    for name, value in flags.items():
+        if value not in (None, False):
+            raise UnsupportedFeature(f"{owner}: {name}={value!r} is not supported: {TEXT_ONLY}")
 
 
 class SingleTurnParams(Enum):
@@ -113,8 +153,25 @@ class LLMTestCase:
     name: str | None = None
     tags: list[str] | None = None
     metadata: dict[str, Any] | None = field(default=None)
+    # DeepEval's other keywords: kept, never judged (docs/porting.md)
+    comments: str | None = field(default=None, repr=False, compare=False)
+    token_cost: float | None = field(default=None, repr=False, compare=False)
+    input_token_count: int | None = field(default=None, repr=False, compare=False)
+    output_token_count: int | None = field(default=None, repr=False, compare=False)
+    completion_time: float | None = field(default=None, repr=False, compare=False)
+    flaky: bool = field(default=False, repr=False, compare=False)
+    multimodal: bool = field(default=False, repr=False, compare=False)
+    mcp_servers: list[Any] | None = field(default=None, repr=False, compare=False)
+    mcp_tools_called: list[Any] | None = field(default=None, repr=False, compare=False)
+    mcp_resources_called: list[Any] | None = field(default=None, repr=False, compare=False)
+    mcp_prompts_called: list[Any] | None = field(default=None, repr=False, compare=False)
+    custom_column_key_values: dict[str, str] | None = field(default=None, repr=False, compare=False)
+    expectations: Any = field(default=None, repr=False, compare=False)
+    expected_labels: dict[str, str] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        refuse_flags("LLMTestCase", multimodal=self.multimodal)
+        refuse_images("LLMTestCase", [getattr(self, p.value) for p in SingleTurnParams])
         for param in _LIST_FIELDS:
             value = getattr(self, param.value)
             if isinstance(value, str):
@@ -190,6 +247,15 @@ class LLMTestCase:
         if unknown:
             raise DataError(f"unknown test case field(s): {', '.join(unknown)}")
         return cls(**data)
+
+
+def present_params(case: LLMTestCase, metric: str) -> list[SingleTurnParams]:
+    """Every field the case has, in prompt order: what a metric that names no
+    evaluation_params shows (a case with none has nothing to judge)."""
+    params = [p for p in PROMPT_ORDER if case.has(p)]
+    if not params:
+        raise MissingParamError(metric, case.label, "any test-case field")
+    return params
 
 
 def render_param(param: SingleTurnParams, value: str | list[str]) -> str:

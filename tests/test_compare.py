@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from anvil_local.cli import main
-from anvil_local.compare.compare import compare_files
-from anvil_local.compare.render import markdown
+from anvil_local.comparison.compare import compare_files
+from anvil_local.comparison.render import markdown
 from anvil_local.errors import DataError
 from anvil_local.metrics import MetricResult
 from anvil_local.run.meta import DataInfo, MetricInfo, RunInfo, RunMeta

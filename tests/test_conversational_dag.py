@@ -305,8 +305,7 @@ def test_soft_walks_and_the_reason_work_on_conversations():
 def test_conversational_geval_adds_role_and_content_as_deepeval_does():
     metric = ConversationalGEval(name="G", evaluation_params=["expected_outcome"], criteria="c")
     assert metric.evaluation_params == [P.EXPECTED_OUTCOME, P.CONTENT, P.ROLE]
-    with pytest.raises(MetricDefinitionError, match="requires evaluation_params"):
-        ConversationalGEval(name="G", criteria="c")
+    assert ConversationalGEval(name="G", criteria="c").evaluation_params is None  # per case
     with pytest.raises(MetricDefinitionError, match="cannot be an empty list"):
         ConversationalGEval(name="G", evaluation_params=[], criteria="c")
     with pytest.raises(MetricDefinitionError, match="'criteria' or 'evaluation_steps'"):

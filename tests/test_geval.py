@@ -36,9 +36,6 @@ def make(**kw):
             "evaluation_params cannot be an empty list",
             id="empty-params",
         ),
-        pytest.param(
-            {"evaluation_params": None}, "GEval requires evaluation_params", id="no-params"
-        ),
         pytest.param({"threshold": 1.5}, "threshold must be between 0 and 1", id="threshold"),
         pytest.param({"name": ""}, "non-empty 'name'", id="name"),
     ],

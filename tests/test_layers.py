@@ -25,7 +25,14 @@ LAYERS: list[tuple[str, ...]] = [
     ("anvil_local.metrics",),
     ("anvil_local.spec",),
     ("anvil_local.run", "anvil_local.pytest_plugin"),
-    ("anvil_local.bench", "anvil_local.doctor", "anvil_local.compare", "anvil_local.view"),
+    (
+        "anvil_local.bench",
+        "anvil_local.bundle",
+        "anvil_local.doctor",
+        "anvil_local.comparison",
+        "anvil_local.view",
+    ),
+    ("anvil_local.train",),
     ("anvil_local.cli", "anvil_local"),
 ]
 

@@ -57,9 +57,10 @@ def test_tune_measures_records_and_runs_without_model_use_the_choice(
     tuned_home: Path, tmp_path: Path
 ):
     """The real probe, conversion and record. The limits are lifted here: whether this
-    machine is quiet is not what this test is about (the next one is)."""
+    machine is quiet, or its candidates close, is not what this test is about (the next
+    one is)."""
     source = default_entry()
-    found = tuning.tune(threads=[1, 2], rounds=2, busy_limit=1.01, noise_limit=float("inf"))
+    found = tuning.tune(threads=[1, 2], rounds=2, busy_limit=1.01, settle=False)
     assert found.recorded
     profile = tuning.load_profile()
     assert profile == found.profile and profile.source_sha256 == source.sha256

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from anvil_local.cli import main
 from anvil_local.judge.convert import keeps_precision
 from anvil_local.judge.settings import JudgeSettings, default_threads
 from anvil_local.metrics.calibration import Calibration
-from anvil_local.models import tuning
+from anvil_local.models import settle, tuning
 from anvil_local.models.catalogue import add_converted, default_entry
 from anvil_local.models.cpu_load import CpuMeter
 from anvil_local.models.resolve import MODEL_ENV, resolve_model
@@ -163,6 +164,7 @@ def test_first_use_tunes_once_and_a_failed_tuning_keeps_the_shipped_file(
         return Tuned(profile, recorded=True)
 
     monkeypatch.setattr(tuning, "tune", fake_tune)
+    monkeypatch.setattr(tuning, "ensure_model", lambda entry: Path("shipped.gguf"))
     assert tuning.default_judge() == entry
     assert tuning.default_judge() == entry
     assert len(calls) == 1
@@ -281,11 +283,203 @@ def test_a_busy_machine_records_nothing_and_stops_after_one_round(
     assert tuning.deferred() == found.reason
 
 
-def test_rounds_that_disagree_record_nothing(monkeypatch: pytest.MonkeyPatch):
-    fake_probes(monkeypatch, {2: [600.0, 300.0, 610.0], 1: [350.0, 350.0, 350.0]})
+def test_a_stray_round_is_measured_again_not_refused(monkeypatch: pytest.MonkeyPatch):
+    """One slow round of the winner (the rounds 100% apart) makes the thread choice
+    uncertain: both thread counts are measured again until the stray round stops
+    counting, then the choice is recorded."""
+    calls = fake_probes(
+        monkeypatch, {2: [600.0, 300.0, 610.0, *[605.0] * 9], 1: [350.0, 345.0, 355.0] * 4}
+    )
     found = tuning.tune(formats=(), threads=[2, 1], rounds=3, meter=FakeMeter(0.0))
-    assert not found.recorded and "too noisy" in found.reason
+    assert found.recorded and found.profile.threads == 2
+    two = next(x for x in found.profile.measured if x.threads == 2)
+    assert two.spread > 0.5 and 3 < two.rounds < tuning.MAX_ROUNDS
+    assert len(calls) == 2 * two.rounds  # interleaved: both were measured again
+    assert "1 threads are not 10% faster than 2" in found.basis
+
+
+# -- settling: more rounds until the choice is certain, with a fake measurer -------------
+
+
+class FakeHost:
+    """A measurer playing each candidate's rounds in turn (cycling), and a clock that
+    advances `probe_s` per probe."""
+
+    def __init__(self, rounds: dict[tuple[str, int], list[float]], others: float = 0.0):
+        self.rounds = rounds
+        self.others = others
+        self.calls: list[tuple[str, int]] = []
+        self.now = 0.0
+        self.probe_s = 5.0
+
+    def __call__(self, entry, threads: int) -> tuple[float, float, float | None]:
+        key = (entry.name, threads)
+        played = self.calls.count(key)
+        self.calls.append(key)
+        self.now += self.probe_s
+        speeds = self.rounds[key]
+        return speeds[played % len(speeds)], 80.0, self.others
+
+    def clock(self) -> float:
+        return self.now
+
+    def count(self, name: str, threads: int) -> int:
+        return self.calls.count((name, threads))
+
+
+@pytest.fixture
+def host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """No real model, probe or conversion: the shipped file and a fake Q8_0 beside it."""
+    q8 = fake_conversion(tmp_path)
+    monkeypatch.setattr(tuning, "ensure_model", lambda entry: Path("shipped.gguf"))
+    monkeypatch.setattr(tuning, "ensure_native_ok", lambda *a, **k: None)
+    monkeypatch.setattr(tuning, "convert", lambda name, fmt: q8)
+    return default_entry().name, q8.name
+
+
+def test_a_quiet_host_records_a_clear_winner_despite_a_noisy_loser(host):
+    """The issue's host: Q8_0 2 threads 728 tok/s, 1 thread 389 with rounds 20% apart,
+    the shipped file 328. The old noise rule refused; the winner leads by 1.9x."""
+    shipped, q8 = host
+    fake = FakeHost(
+        {
+            (q8, 2): [728.0, 660.0, 735.0],
+            (q8, 1): [389.0, 290.0, 395.0],
+            (shipped, 2): [328.0, 318.0, 335.0],
+            (shipped, 1): [190.0, 185.0, 195.0],
+        }
+    )
+    found = tuning.tune(threads=[2, 1], measure=fake, clock=fake.clock)
+    assert found.recorded and found.reason == ""
+    assert (found.profile.use, found.profile.threads) == (q8, 2)
+    assert tuning.load_profile() == found.profile
+    loser = next(m for m in found.profile.measured if (m.model, m.threads) == (q8, 1))
+    assert loser.spread > 0.15  # what used to block the choice
+    assert len(fake.calls) == 4 * tuning.DEFAULT_ROUNDS  # certain after the first rounds
+    assert found.basis.startswith(f"{q8} is faster than {shipped} (1.57x, at least 1.4")
+    assert "1 threads are not 10% faster than 2 (0.7" in found.basis
+
+
+def test_close_candidates_keep_measuring_then_give_up_at_the_budget(host):
+    """1 thread about 10% faster than 2 (the margin), rounds overlapping: only those two
+    are measured again, until the budget; nothing is recorded, with a one-line reason."""
+    shipped, _ = host
+    fake = FakeHost({(shipped, 2): [560.0, 600.0, 580.0], (shipped, 1): [640.0, 700.0, 670.0]})
+    found = tuning.tune(formats=(), threads=[2, 1], measure=fake, clock=fake.clock, budget_s=60.0)
+    assert not found.recorded
+    assert "too close to choose with confidence" in found.reason
+    assert "60 s budget" in found.reason and "\n" not in found.reason
+    assert (
+        f"{shipped} with 1 threads" in found.reason and f"{shipped} with 2 threads" in found.reason
+    )
+    assert fake.count(shipped, 2) == fake.count(shipped, 1) == 6  # 60 s of 5 s probes
+    assert fake.now <= 60.0
+    assert tuning.load_profile() is None and tuning.deferred() == found.reason
+
+
+def test_close_candidates_give_up_at_the_most_rounds(host):
+    shipped, _ = host
+    fake = FakeHost({(shipped, 2): [560.0, 600.0, 580.0], (shipped, 1): [640.0, 700.0, 670.0]})
+    found = tuning.tune(
+        formats=(), threads=[2, 1], measure=fake, clock=fake.clock, max_rounds=5, budget_s=1e9
+    )
+    assert not found.recorded and "(limit: 5 rounds)" in found.reason
+    assert len(fake.calls) == 10
+
+
+def test_only_the_contested_candidates_are_measured_again(host):
+    """Q8_0 clearly beats the shipped file; its thread counts are close: the shipped file
+    is not measured again."""
+    shipped, q8 = host
+    fake = FakeHost(
+        {
+            (q8, 2): [700.0, 640.0, 720.0],
+            (q8, 1): [760.0, 700.0, 790.0],
+            (shipped, 2): [330.0],
+            (shipped, 1): [190.0],
+        }
+    )
+    found = tuning.tune(threads=[2, 1], measure=fake, clock=fake.clock, budget_s=100.0)
+    assert not found.recorded
+    assert fake.count(shipped, 2) == fake.count(shipped, 1) == 3
+    assert fake.count(q8, 2) == fake.count(q8, 1) > 3
+
+
+def test_settle_false_records_the_medians_choice(host):
+    shipped, _ = host
+    fake = FakeHost({(shipped, 2): [560.0, 600.0, 580.0], (shipped, 1): [640.0, 700.0, 670.0]})
+    found = tuning.tune(formats=(), threads=[2, 1], measure=fake, clock=fake.clock, settle=False)
+    assert found.recorded and len(fake.calls) == 6
+    assert (found.profile.use, found.profile.threads) == choose(found.profile.measured, shipped)
+
+
+def test_a_busy_host_refuses_even_a_clear_winner(host):
+    shipped, q8 = host
+    rounds = {(q8, 2): [728.0], (q8, 1): [389.0], (shipped, 2): [328.0], (shipped, 1): [190.0]}
+    fake = FakeHost(rounds, others=0.4)
+    found = tuning.tune(threads=[2, 1], measure=fake, clock=fake.clock)
+    assert not found.recorded and "the machine is busy" in found.reason
+    assert len(fake.calls) == 4  # one round
     assert tuning.load_profile() is None
+
+
+def test_a_host_that_turns_busy_while_settling_refuses_as_busy(host):
+    shipped, _ = host
+    fake = FakeHost({(shipped, 2): [560.0, 600.0, 580.0], (shipped, 1): [640.0, 700.0, 670.0]})
+
+    def measure(entry, threads):
+        fake.others = 0.6 if len(fake.calls) >= 6 else 0.0
+        return fake(entry, threads)
+
+    found = tuning.tune(formats=(), threads=[2, 1], measure=measure, clock=fake.clock)
+    assert not found.recorded and "the machine is busy" in found.reason
+    assert len(fake.calls) == 8  # the first extra round found it busy
+
+
+def test_median_span_is_the_range_for_few_rounds_and_drops_strays_with_more():
+    assert settle.median_span([3.0, 1.0, 2.0]) == (1.0, 3.0)
+    assert settle.median_span([1.0, 9.0, 2.0, 2.0, 2.0, 2.0, 2.0, 0.1]) == (1.0, 2.0)
+    assert settle._coverage(8, 2) >= settle.COVERAGE > settle._coverage(8, 3)
+    assert settle._coverage(3, 1) == pytest.approx(0.75)
+
+
+def test_decide_names_what_it_is_uncertain_between():
+    a = replace(m("shipped", 2, 300.0), low=1.0, high=1.2)
+    b = replace(m("shipped", 1, 376.0), low=0.95, high=1.05)  # a median of 1.0 s
+    decision = settle.decide([a, b], "shipped", tuning.MARGIN)
+    assert not decision.certain
+    assert decision.contested == {("shipped", 2), ("shipped", 1)}
+    assert decision.why.startswith("shipped with 1 threads (0.95-1.05 s a probe) may or may")
+    clear = replace(m("shipped", 1, 600.0), low=0.7, high=0.8)
+    decision = settle.decide([a, clear], "shipped", tuning.MARGIN)
+    assert decision.certain and decision.threads == 1 and decision.contested == frozenset()
+    assert decision.why.startswith("1 threads are faster than 2 (1.57x, at least 1.25x)")
+
+
+def test_two_conversions_that_both_beat_the_shipped_file_must_be_told_apart():
+    base = replace(m("shipped", 2, 300.0), low=1.1, high=1.2)
+    q8 = replace(m("q8", 2, 600.0), low=0.72, high=0.78)
+    f16 = replace(m("f16", 2, 610.0), low=0.73, high=0.77)
+    decision = settle.decide([base, q8, f16], "shipped", tuning.MARGIN)
+    assert not decision.certain and decision.model == "f16"
+    assert decision.contested == {("q8", 2), ("f16", 2)}
+    assert "may or may not be faster than" in decision.why  # no margin between the two
+    apart = replace(q8, prompt_tokens_per_s=500.0, low=0.82, high=0.86)
+    decision = settle.decide([base, apart, f16], "shipped", tuning.MARGIN)
+    assert decision.certain and decision.model == "f16"
+
+
+def test_tune_cli_says_what_it_measured_and_why_it_chose(host, monkeypatch):
+    shipped, q8 = host
+    fake = FakeHost(
+        {(q8, 2): [728.0], (q8, 1): [389.0], (shipped, 2): [328.0], (shipped, 1): [190.0]}
+    )
+    monkeypatch.setattr(tuning, "_measure_once", lambda entry, count, meter: fake(entry, count))
+    result = CliRunner().invoke(main, ["models", "tune", "--threads", "2", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    assert "MEDIAN IN" in result.output and "ROUNDS" in result.output
+    assert f"chosen because {q8} is faster than {shipped} (" in result.output
+    assert f"default judge here: {q8}, 2 threads" in result.output
 
 
 def test_a_deferred_tuning_is_not_retried_by_every_run(

@@ -66,8 +66,8 @@ def compare_command(
     --fail-on-flip, some case flipped to fail); 2: bad input, or files of different models
     or metric definitions without the flag that allows it."""
     _need_scipy()
-    from anvil_local.compare.compare import compare_files
-    from anvil_local.compare.render import markdown, to_json
+    from anvil_local.comparison.compare import compare_files
+    from anvil_local.comparison.render import markdown, to_json
     from anvil_local.run.pairs import parse_renames
 
     comparison = compare_files(

@@ -86,10 +86,13 @@ def models_pull(name: str, force: bool) -> None:
 def models_add(path: Path, name: str | None, thinking: bool) -> None:
     """Register a local GGUF file under a name (the file stays where it is), and show how
     the judge prompts it: architecture, chat template, thinking, end-of-turn tokens and how
-    answers are spelled. A model that cannot judge (an encoder) is refused."""
+    answers are spelled. A model that cannot judge (an encoder) is refused. Without --name,
+    a copy of a catalogue model's own file (same size and sha256, carried in by hand) is
+    stored as that model instead, so the default judge needs no fetch."""
     from anvil_local.errors import ModelError
     from anvil_local.judge.native import NativeProbeFailed, describe_file
     from anvil_local.models.catalogue import add_local, check_gguf
+    from anvil_local.models.store import adopt
 
     try:
         report = describe_file(check_gguf(path))
@@ -97,8 +100,13 @@ def models_add(path: Path, name: str | None, thinking: bool) -> None:
         report, unreadable = None, str(exc)
     if report is not None and report.unfit:
         raise ModelError(f"{path.name} is {report.unfit}; a judge must be a chat (decoder) model")
-    entry = add_local(path, name, thinking=thinking)
-    click.echo(f"added {entry.name}: {entry.local_path} (sha256 {entry.sha256})")
+    known = adopt(check_gguf(path)) if name is None else None
+    if known is not None:
+        entry = known
+        click.echo(f"stored {path} as {entry.name}: {entry.store_path()} (sha256 {entry.sha256})")
+    else:
+        entry = add_local(path, name, thinking=thinking)
+        click.echo(f"added {entry.name}: {entry.local_path} (sha256 {entry.sha256})")
     if report is None:
         click.echo(f"  warning: {unreadable}")
         return
@@ -145,40 +153,56 @@ def models_convert(name: str, fmt: str, force: bool) -> None:
     type=click.IntRange(1),
     default=3,
     show_default=True,
-    help="Interleaved rounds; a choice whose rounds disagree is not recorded.",
+    help="Interleaved rounds of every candidate; the candidates the choice is still "
+    "uncertain between are then measured again, until it is certain.",
 )
-def models_tune(formats: tuple[str, ...], thread_counts: tuple[int, ...], rounds: int) -> None:
+@click.option(
+    "--budget",
+    "budget_s",
+    type=click.FloatRange(0),
+    default=None,
+    help="Seconds of measuring after which no further round starts (default: 180); a "
+    "choice still uncertain then is not recorded.",
+)
+def models_tune(
+    formats: tuple[str, ...], thread_counts: tuple[int, ...], rounds: int, budget_s: float | None
+) -> None:
     """Choose the file and thread count of the default judge for this host: convert it to
     the formats llama.cpp reads fastest, measure each at a few thread counts in interleaved
-    rounds, and record the choice (runs without --model use it; the first such run tunes by
-    itself). Nothing is recorded when other processes used the CPU meanwhile or the rounds
-    disagree (exit 1)."""
-    from anvil_local.models.tuning import DEFAULT_FORMATS, profile_path, tune
+    rounds (more rounds of close candidates until the choice is certain), and record the
+    choice (runs without --model use it; the first such run tunes by itself). Nothing is
+    recorded when other processes used the CPU meanwhile, or when the candidates stay too
+    close to tell apart (exit 1)."""
+    from anvil_local.models.tuning import BUDGET_SECONDS, DEFAULT_FORMATS, profile_path, tune
 
     found = tune(
         formats=formats or DEFAULT_FORMATS,
         threads=thread_counts or None,
         rounds=rounds,
         progress=lambda text: click.echo(text, err=True),
+        budget_s=BUDGET_SECONDS if budget_s is None else budget_s,
     )
     profile = found.profile
-    click.echo(_tuning_table(profile))
+    click.echo(_tuning_table(profile, found.recorded))
     if not found.recorded:
         click.echo(
             f"not recorded: {found.reason}; runs use the shipped file on all cores "
             "(run this again on a quiet machine)"
         )
         sys.exit(EXIT_FAILED)
+    click.echo(f"chosen because {found.basis}")
     click.echo(f"default judge here: {profile.use}, {profile.threads} threads ({profile_path()})")
 
 
-def _tuning_table(profile: Any) -> str:
+def _tuning_table(profile: Any, recorded: bool = True) -> str:
     rows = [
-        ("MODEL", "FORMAT", "THREADS", "PROMPT TOK/S", "GENERATED TOK/S", "PROBE S", "SPREAD",
-         "OTHERS' CPU", ""),
+        ("MODEL", "FORMAT", "THREADS", "PROMPT TOK/S", "GENERATED TOK/S", "PROBE S",
+         "MEDIAN IN", "ROUNDS", "SPREAD", "OTHERS' CPU", ""),
     ]  # fmt: skip
+    mark = "chosen" if recorded else "leading"
     for m in sorted(profile.measured, key=lambda m: m.seconds):
-        chosen = "chosen" if (m.model, m.threads) == (profile.use, profile.threads) else ""
+        chosen = mark if (m.model, m.threads) == (profile.use, profile.threads) else ""
+        low, high = m.span
         rows.append(
             (
                 m.model,
@@ -187,6 +211,8 @@ def _tuning_table(profile: Any) -> str:
                 f"{m.prompt_tokens_per_s:.0f}",
                 f"{m.generated_tokens_per_s:.0f}",
                 f"{m.seconds:.2f}",
+                f"{low:.2f}-{high:.2f}",
+                str(m.rounds),
                 f"{m.spread:.0%}",
                 f"{m.others_cpu:.0%}",
                 chosen,

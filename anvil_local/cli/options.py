@@ -76,6 +76,15 @@ PROBE_MODEL = _declare(
     "(the doctor never tunes).",
 )
 
+KIT_MODELS = _declare(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="NAME",
+    help="A catalogue model to carry (repeatable; an adapter brings its base). Default: the "
+    "default judge, and the trained adapter smollm2-135m-faithful where the catalogue has it.",
+)
+
 # -- load settings (`anvil_local.judge.settings.JudgeSettings`) ---------------------------
 
 N_CTX = _declare(
@@ -236,5 +245,49 @@ BENCH_PROGRESS = _declare(
 )
 
 # -- model files --------------------------------------------------------------------------
+
+SEED = _declare(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="The seed of every random draw: the same seed gives the same result.",
+)
+
+# -- teaching the judge (`anvil train`) -----------------------------------------------------
+
+BASE_MODEL = _declare(
+    "--model",
+    "model_name",
+    default="smollm2-135m-instruct",
+    show_default=True,
+    metavar="NAME",
+    help="The base judge (a catalogue name) the training is for: its chat template and "
+    "tokenizer render the rows, its GGUF weights are trained.",
+)
+
+TRAIN_THREADS = _declare(
+    "--threads",
+    type=click.IntRange(1),
+    default=None,
+    help="torch threads (default: all cores).",
+)
+
+TRAIN_METRIC = _declare(
+    "--metric",
+    "metric_file",
+    default="examples/small_judge/faithfulness.toml",
+    show_default=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The metric whose question each pair is rendered as (one yes/no question a case).",
+)
+
+TRAIN_LABEL = _declare(
+    "--label",
+    default="labels.consistent",
+    show_default=True,
+    metavar="labels.NAME",
+    help="The label of --cases that says supported (1) or not (0).",
+)
 
 FORCE = _declare("--force", is_flag=True, help="Do it again even if the file is present.")

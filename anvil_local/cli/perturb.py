@@ -32,7 +32,7 @@ from anvil_local.cli import options
     show_default=True,
     help="Faithful sentences per document, and as many changed ones.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="The draw's seed.")
+@options.SEED
 @options.FIELDS
 def perturb(
     data_file: Path, out_file: Path, per_doc: int, seed: int, fields: tuple[str, ...]

@@ -93,7 +93,8 @@ class Judge:
         """Load the model's file with its settings (a `JudgePool` shares loaded judges)."""
         from anvil_local.judge.runtime import LlamaRuntime
 
-        return cls(LlamaRuntime(Path(model.path), model.settings), model)
+        adapter = Path(model.adapter) if model.adapter else None
+        return cls(LlamaRuntime(Path(model.path), model.settings, adapter), model)
 
     def close(self) -> None:
         """Free the model's native memory (a runtime without `close` holds none)."""

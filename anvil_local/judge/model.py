@@ -7,6 +7,7 @@ workers, results lines, cache keys) reads this object and never resolves again.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 
 from anvil_local.judge.settings import JudgeSettings
@@ -23,6 +24,11 @@ class ResolvedModel:
     source: str = ""
     source_sha256: str = ""
     faithful: bool = False
+    # a LoRA adapter (GGUF) llama.cpp applies over `path`; `sha256` is then the pair's
+    # identity (`adapter_identity`), so nothing fitted or cached for the base applies to it
+    adapter: str = ""
+    adapter_sha256: str = ""
+    base_sha256: str = ""  # with an adapter: the sha256 of the file at `path`
 
     def faithful_source(self) -> tuple[str, str] | None:
         """(name, sha256) of the model this file was converted from without losing
@@ -31,3 +37,9 @@ class ResolvedModel:
 
     def with_settings(self, settings: JudgeSettings) -> ResolvedModel:
         return replace(self, settings=settings)
+
+
+def adapter_identity(base_sha256: str, adapter_sha256: str) -> str:
+    """One sha256 for a base file with an adapter: results, steps and fitted maps keyed by a
+    model's sha256 then never mix the base's with the adapted judge's."""
+    return hashlib.sha256(f"{base_sha256}+lora:{adapter_sha256}".encode()).hexdigest()

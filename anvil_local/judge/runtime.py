@@ -150,7 +150,7 @@ class LlamaVocab:
 class LlamaRuntime(LlamaVocab):
     """One loaded model with one KV sequence. Not thread-safe: one per process."""
 
-    def __init__(self, path: Path, settings: JudgeSettings) -> None:
+    def __init__(self, path: Path, settings: JudgeSettings, adapter: Path | None = None) -> None:
         threads = settings.thread_count()
         # before llama.cpp is loaded here: a library this CPU cannot run crashes a child, not us
         ensure_native_ok(path, threads, settings.n_gpu_layers)
@@ -168,10 +168,12 @@ class LlamaRuntime(LlamaVocab):
                 seed=settings.seed,
                 logits_all=False,
                 swa_full=True,  # sliding-window models: keep the full cache so rewinds are exact
+                lora_path=str(adapter) if adapter is not None else None,
                 verbose=False,
             )
         except (ValueError, RuntimeError) as exc:
-            raise ModelLoadError(f"cannot load model {path}: {exc}") from exc
+            extra = f" with adapter {adapter}" if adapter is not None else ""
+            raise ModelLoadError(f"cannot load model {path}{extra}: {exc}") from exc
         try:
             super().__init__(path, llama)
         except ModelLoadError:

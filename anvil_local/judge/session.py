@@ -8,7 +8,8 @@ Opening a session on a model name is `anvil_local.models.open_session`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -54,6 +55,8 @@ class JudgeSession:
         self._priors: dict[str, list[float]] = {}
         # prefetched readings, each with the number of `likelihood` calls still owed it
         self._likelihoods: dict[tuple[Prompt, str], tuple[LikelihoodResult, int]] = {}
+        # readings kept while `shared_reads` is open, for every identical call
+        self._shared: dict[tuple[Prompt, str], LikelihoodResult] | None = None
 
     @property
     def judge(self) -> Any:
@@ -91,12 +94,16 @@ class JudgeSession:
         key = (prompt, continuation)
         kept = self._likelihoods.get(key)
         if kept is None:
-            return self.judge.likelihood(prompt, continuation)
+            shared = None if self._shared is None else self._shared.get(key)
+            if shared is not None:
+                return _again(shared)
+            result = self.judge.likelihood(prompt, continuation)
+            if self._shared is not None:
+                self._shared[key] = result
+            return result
         result, owed = kept
         if owed > 1:  # later hand-outs read nothing: their usage says so
-            tokens = result.usage.prompt_tokens
-            again = replace(result, usage=Usage(tokens, tokens), seconds=0.0)
-            self._likelihoods[key] = (again, owed - 1)
+            self._likelihoods[key] = (_again(result), owed - 1)
         else:
             del self._likelihoods[key]
         return result
@@ -113,6 +120,22 @@ class JudgeSession:
             self._likelihoods[key] = (self.judge.likelihood(prompt, continuation), 1)
         else:
             self._likelihoods[key] = (kept[0], kept[1] + 1)
+
+    @contextlib.contextmanager
+    def shared_reads(self) -> Iterator[None]:
+        """While open, an identical `likelihood` call is read once and handed out again:
+        two members of a features metric that read the same prompt (two likelihood metrics
+        with one task) share the reading instead of the second reading it again after the
+        first one's other cases. The values are those of the one read. Nested, the
+        outermost one decides when they are forgotten."""
+        if self._shared is not None:
+            yield
+            return
+        self._shared = {}
+        try:
+            yield
+        finally:
+            self._shared = None
 
     def drop_prefetched(self) -> None:
         """Forget prefetched readings nobody asked for (a DAG's likelihood node that a walk
@@ -151,3 +174,9 @@ class JudgeSession:
                 store.put_prior(key, prior)
         self._priors[key] = prior
         return prior, made
+
+
+def _again(result: LikelihoodResult) -> LikelihoodResult:
+    """A reading handed out a second time: it read nothing, and its usage says so."""
+    tokens = result.usage.prompt_tokens
+    return replace(result, usage=Usage(tokens, tokens), seconds=0.0)

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from anvil_local.errors import MetricDefinitionError
 from anvil_local.judge.results import Usage
 from anvil_local.judge.session import JudgeSession
+from anvil_local.metrics.keywords import NO_EFFECT
 from anvil_local.metrics.render import render_result
 from anvil_local.metrics.result import MetricResult, Trace
 from anvil_local.models.sessions import as_session
@@ -93,7 +94,9 @@ class BaseMetric(ABC):
     title: ClassVar[str] = "metric"  # how definition errors name the kind
     #: Constructor arguments that say how the metric runs, not what it judges: never part
     #: of its dict (or its cache key). The other arguments are its definition's keys.
-    run_arguments: ClassVar[frozenset[str]] = frozenset({"model", "verbose_mode"})
+    run_arguments: ClassVar[frozenset[str]] = frozenset(
+        {"model", "verbose_mode", *NO_EFFECT, "system_one_model", "eval_mode", "_audio_model"}
+    )
     name: str
     threshold: float
     include_reason: bool = False  # defaults a kind without reasons or a model need not set

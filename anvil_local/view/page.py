@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib.resources import files as package_files
 from typing import Any
 
-from anvil_local.compare.provenance import differences
+from anvil_local.comparison.provenance import differences
 from anvil_local.run.pairs import Paired
 from anvil_local.run.records import ResultLine
 from anvil_local.run.results import ResultsFile

@@ -35,6 +35,8 @@ from anvil_local.metrics.geval.definition import (
 )
 from anvil_local.metrics.geval.prompts import STEP_LINE, STEPS_HEADING
 from anvil_local.metrics.geval.steps import ask_for_steps, steps_key
+from anvil_local.metrics.geval.template import ArenaGEvalTemplate
+from anvil_local.metrics.keywords import refuse
 from anvil_local.metrics.layout import case_blocks, fields_phrase
 from anvil_local.models.sessions import as_session
 from anvil_local.registry import register_metric
@@ -72,8 +74,18 @@ class ArenaGEval(BaseMetric):
         include_reason: bool = True,
         model: Any = None,
         verbose_mode: bool = False,
+        evaluation_template: type | None = ArenaGEvalTemplate,
+        async_mode: bool = True,
+        _include_g_eval_suffix: bool = True,
     ) -> None:
         check_name(name)
+        refuse(
+            "ArenaGEval",
+            "evaluation_template",
+            evaluation_template,
+            (ArenaGEvalTemplate, None),
+            "its prompt is a fixed layout, one letter per contestant read from the logits",
+        )
         check_definition(evaluation_params, criteria, evaluation_steps)
         self.name = name
         self.evaluation_params = distinct_params(evaluation_params)
@@ -90,6 +102,8 @@ class ArenaGEval(BaseMetric):
         self.threshold = 0.0
         self.model = model
         self.verbose_mode = bool(verbose_mode)
+        self.evaluation_template = ArenaGEvalTemplate
+        self.async_mode, self._include_g_eval_suffix = async_mode, _include_g_eval_suffix
 
     def own_params(self) -> list[SingleTurnParams]:
         """The fields each contestant shows under its letter."""

@@ -39,6 +39,8 @@ class _Reads:
     """What a code node reads: named case fields, or a task output visible on the walk, and
     optionally a second field to compare with (`source`)."""
 
+    builder: ClassVar[str | None] = None  # not a DeepEval kind: no `children=` warning
+
     fields: list[SingleTurnParams]
     reads: str | None
     source: SingleTurnParams | None

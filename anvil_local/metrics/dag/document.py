@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from anvil_local.errors import MetricDefinitionError, MetricTypeError
+from anvil_local.metrics.dag.deprecation import quiet_bottom_up
 from anvil_local.metrics.dag.nodes import (
     BinaryJudgementNode,
     JudgementNode,
@@ -347,7 +348,8 @@ def _build(
         )
     else:
         kwargs["criteria"] = _field(node_id, spec, "criteria")
-    return cls(children=children, **kwargs)
+    with quiet_bottom_up():  # a document is bottom-up by nature, not the user's choice
+        return cls(children=children, **kwargs)
 
 
 def _verdict(spec: dict[str, Any], cls: type, built: dict[str, Any], multiturn: bool) -> Any:

@@ -25,6 +25,7 @@ from anvil_local.metrics.dag.nodes import JudgementNode, NonBinaryJudgementNode,
 from anvil_local.metrics.dag.trace import DagTrace, TaskStep, WalkSummary
 from anvil_local.metrics.dag.walk import Answer, TaskOutput, Visible, WalkResult, walk
 from anvil_local.metrics.examples import examples_block
+from anvil_local.metrics.keywords import refuse_dag_models
 from anvil_local.metrics.layout import case_blocks
 from anvil_local.models.sessions import as_session
 from anvil_local.registry import register_metric
@@ -183,8 +184,14 @@ class DAGMetric(BaseMetric):
         soft: bool = False,
         soft_floor: float = 0.01,
         decode_check: bool = False,
+        system_one_model: Any = None,
+        eval_mode: str | None = None,
+        async_mode: bool = True,
+        flaky: bool = False,
+        _include_dag_suffix: bool = True,
     ) -> None:
         check_name(name)
+        refuse_dag_models(type(self).__name__, system_one_model, eval_mode)
         if not isinstance(dag, DeepAcyclicGraph):
             raise MetricTypeError(f"dag must be a DeepAcyclicGraph, got {type(dag).__name__}")
         if dag.multiturn != self.multiturn:
@@ -211,6 +218,10 @@ class DAGMetric(BaseMetric):
         self.soft = bool(soft)
         self.soft_floor = float(soft_floor)
         self.decode_check = bool(decode_check)  # also record what a constrained decoder says
+        # accepted without effect (see metrics.keywords)
+        self.system_one_model, self.eval_mode = system_one_model, eval_mode
+        self.async_mode, self.flaky = async_mode, flaky
+        self._include_dag_suffix = _include_dag_suffix
 
     @property
     def expected_score(self) -> float | None:

@@ -7,8 +7,9 @@ how to write itself to a metric file's node table (`to_spec`), how to be built f
 (picks a verdict) plus its registration.
 
 Nodes compare and hash by identity (a graph may hold two nodes with equal fields). Both
-building styles work: bottom-up (`children=[...]`, validated at once) and top-down
-(`add_node`, `add_verdict(verdict, score=... | then=...)`, validated when the graph is built).
+building styles work: bottom-up (`children=[...]`, validated at once, with DeepEval's
+DeprecationWarning) and top-down (`add_node`, `add_verdict(verdict, score=... | then=...)`,
+validated when the graph is built).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from anvil_local.errors import MetricDefinitionError, MetricTypeError
+from anvil_local.metrics.dag.deprecation import warn_bottom_up
 from anvil_local.metrics.examples import (
     examples_to_list,
     option_check,
@@ -39,6 +41,12 @@ def _params(values: Sequence[Any] | None) -> list[SingleTurnParams] | None:
     if isinstance(values, str | SingleTurnParams):
         values = [values]
     return [as_param(v) for v in values]
+
+
+def _bottom_up(node: Any) -> None:
+    """DeepEval's DeprecationWarning for a node of its kinds given `children=`."""
+    if node.builder is not None:
+        warn_bottom_up(type(node).__name__, node.builder)
 
 
 def _text(value: Any, what: str) -> str:
@@ -110,6 +118,9 @@ class TaskNode:
     max_tokens: int | None = None
     stop: list[str] | None = None
 
+    #: The top-down builder DeepEval's warning names for `children=` (None: no warning).
+    builder: ClassVar[str | None] = "add_node"
+
     def __post_init__(self) -> None:
         _text(self.instructions, "A TaskNode's 'instructions'")
         _text(self.output_label, "A TaskNode's 'output_label'")
@@ -126,6 +137,7 @@ class TaskNode:
         self.children = list(self.children)
         self.evaluation_params = self.read_params(self.evaluation_params)
         if self.children:
+            _bottom_up(self)
             self.validate()
 
     @staticmethod
@@ -194,6 +206,7 @@ class JudgementNode:
 
     step_type: ClassVar[str] = "choice"  # the `type` of its steps in a trace
     verdict_type: ClassVar[type[VerdictNode]] = VerdictNode  # what add_verdict builds
+    builder: ClassVar[str | None] = "add_verdict"  # named by the `children=` warning
 
     criteria: str
     children: list[VerdictNode] = field(default_factory=list)
@@ -220,6 +233,7 @@ class JudgementNode:
         self.children = list(self.children)
         self.evaluation_params = self.read_params(self.evaluation_params)
         if self.children:
+            _bottom_up(self)
             self.validate()
 
     @staticmethod

@@ -10,13 +10,16 @@ from anvil_local.errors import MetricDefinitionError
 from anvil_local.testcase import SingleTurnParams, as_param
 
 
-def check_definition(evaluation_params: Any, criteria: Any, evaluation_steps: Any) -> None:
-    """Params given and not empty; criteria or steps (or both), neither of them blank."""
-    if evaluation_params is None:
+def check_definition(
+    evaluation_params: Any, criteria: Any, evaluation_steps: Any, optional_params: bool = False
+) -> None:
+    """Params given (or, with `optional_params`, None) and not empty; criteria or steps (or
+    both), neither of them blank."""
+    if evaluation_params is None and not optional_params:
         raise MetricDefinitionError(
             "GEval requires evaluation_params. Provide them at initialization."
         )
-    if not list(evaluation_params):
+    if evaluation_params is not None and not list(evaluation_params):
         raise MetricDefinitionError("evaluation_params cannot be an empty list.")
     if criteria is None and evaluation_steps is None:
         raise MetricDefinitionError("Either 'criteria' or 'evaluation_steps' must be provided.")
@@ -54,7 +57,11 @@ def definition_dict(metric: Any, **rest: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
         "type": metric.kind,
         "name": metric.name,
-        "evaluation_params": [p.value for p in metric.evaluation_params],
+        "evaluation_params": (
+            [p.value for p in metric.evaluation_params]
+            if metric.evaluation_params is not None
+            else None
+        ),
         "criteria": metric.criteria,
         "evaluation_steps": metric.evaluation_steps,
         **rest,

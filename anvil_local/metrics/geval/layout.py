@@ -32,7 +32,8 @@ from anvil_local.metrics.geval.prompts import (
 )
 from anvil_local.metrics.geval.rubric import Rubric
 from anvil_local.metrics.geval.scale import Scale, VerdictScale
-from anvil_local.metrics.layout import case_blocks
+from anvil_local.metrics.geval.template import render, rubric_text
+from anvil_local.metrics.layout import case_blocks, fields_phrase
 from anvil_local.testcase import SHARED_PARAMS, LLMTestCase, SingleTurnParams, ordered_params
 
 
@@ -45,6 +46,7 @@ class Definition(Protocol):
     evaluation_params: list[SingleTurnParams]
     examples: tuple[Example, ...] | None
     scale: Scale[Any]
+    score_range: tuple[int, int]
 
     def task(self) -> str: ...
 
@@ -188,3 +190,44 @@ class Panel(Layout):
 
     def cue(self) -> str:
         return self.metric.scale.member_cue(self.metric.name)
+
+
+class Templated(Layout):
+    """A metric whose `evaluation_template` replaces the scoring prompt: header, worked
+    examples, the template's text (steps, rubric and the case as it lays them out), then
+    our cue; the score is read from the logits as for any layout."""
+
+    metric_major = True
+
+    def __init__(self, metric: Definition, template: type, method: str) -> None:
+        super().__init__(metric)
+        self.template = template
+        self.method = method
+
+    def definition(self, session: Any, steps: list[str]) -> tuple[str, ...]:
+        return (
+            "\n".join(STEP_LINE.format(number=i, step=s.strip()) for i, s in enumerate(steps, 1)),
+        )
+
+    def blocks(self, case: LLMTestCase, definition: tuple[str, ...]) -> tuple[str, ...]:
+        metric = self.metric
+        params = metric.evaluation_params
+        text = render(
+            self.template,
+            self.method,
+            evaluation_steps=definition[0],
+            test_case_content="".join(case_blocks(case, params)[1:]).strip(),
+            parameters=fields_phrase(params),
+            rubric=rubric_text(metric.rubric),
+            score_range=metric.score_range,
+            _additional_context=None,
+            multimodal=False,
+        )
+        examples = examples_block(metric.examples, metric.name)
+        return (HEADER, *examples, text.rstrip() + "\n\n")
+
+    def params(self) -> list[SingleTurnParams]:
+        return list(self.metric.evaluation_params)
+
+    def cue(self) -> str:
+        return self.metric.scale.cue()

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from anvil_local.errors import MetricTypeError
+from anvil_local.errors import MetricDefinitionError, MetricTypeError
 from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.session import JudgeSession
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_name
@@ -15,11 +16,10 @@ from anvil_local.metrics.calibration import content_free_case
 from anvil_local.metrics.examples import Example, examples_to_list, parse_examples
 from anvil_local.metrics.geval.definition import (
     check_definition,
-    check_span,
     definition_dict,
     distinct_params,
 )
-from anvil_local.metrics.geval.layout import Layout, Panel, Single, definition_block
+from anvil_local.metrics.geval.layout import Layout, Panel, Single, Templated, definition_block
 from anvil_local.metrics.geval.panel import (
     check_members,
     member_definition,
@@ -27,14 +27,18 @@ from anvil_local.metrics.geval.panel import (
     standalone,
 )
 from anvil_local.metrics.geval.prompts import REASON_QUESTION
-from anvil_local.metrics.geval.rubric import Rubric, score_range, sort_rubric
-from anvil_local.metrics.geval.scale import scale_for
-from anvil_local.metrics.geval.steps import ask_for_steps, steps_key
+from anvil_local.metrics.geval.rubric import Rubric
+from anvil_local.metrics.geval.shared import set_definition
+from anvil_local.metrics.geval.steps import ask_for_steps, steps_key, templated_steps_key
+from anvil_local.metrics.geval.template import GEvalTemplate, overrides, template_name
 from anvil_local.metrics.geval.trace import GEvalTrace
 from anvil_local.metrics.layout import fields_phrase
 from anvil_local.models.sessions import as_session
 from anvil_local.registry import register_metric
-from anvil_local.testcase import LLMTestCase, SingleTurnParams, param_title
+from anvil_local.testcase import LLMTestCase, SingleTurnParams, param_title, present_params
+
+#: The template method a non-strict metric's scoring prompt comes from.
+RESULTS = "generate_evaluation_results"
 
 
 @register_metric("geval")
@@ -48,7 +52,7 @@ class GEval(BaseMetric):
     def __init__(
         self,
         name: str,
-        evaluation_params: Sequence[SingleTurnParams | str],
+        evaluation_params: Sequence[SingleTurnParams | str] | None = None,
         criteria: str | None = None,
         evaluation_steps: Sequence[str] | None = None,
         rubric: Sequence[Rubric] | None = None,
@@ -60,32 +64,62 @@ class GEval(BaseMetric):
         examples: Sequence[dict[str, Any] | Example] | None = None,
         contextual_calibration: bool = False,
         panel: Sequence[GEval | dict[str, Any]] | None = None,
+        evaluation_template: type | str | None = GEvalTemplate,
+        top_logprobs: int = 20,
+        async_mode: bool = True,
+        flaky: bool = False,
+        _include_g_eval_suffix: bool = True,
     ) -> None:
         check_name(name)
-        check_definition(evaluation_params, criteria, evaluation_steps)
+        check_definition(evaluation_params, criteria, evaluation_steps, optional_params=True)
         self.name = name
-        self.evaluation_params = distinct_params(evaluation_params)
-        self.criteria = criteria
-        self.evaluation_steps = list(evaluation_steps) if evaluation_steps is not None else None
-        self.rubric = sort_rubric(rubric)
-        self.score_range = check_span(score_range(self.rubric))
-        self.strict_mode = bool(strict_mode)
-        self.scale = scale_for(self.strict_mode, self.score_range)
-        self.threshold = self.scale.threshold(threshold)
-        self.include_reason = bool(include_reason)
-        self.model = model
-        self.verbose_mode = bool(verbose_mode)
+        #: None: the prompt shows every field the case has, in prompt order (DeepEval reads
+        #: a trace then; a local case has none).
+        self.evaluation_params = (
+            distinct_params(evaluation_params) if evaluation_params is not None else None
+        )
+        set_definition(
+            self,
+            criteria=criteria,
+            evaluation_steps=evaluation_steps,
+            rubric=rubric,
+            threshold=threshold,
+            strict_mode=strict_mode,
+            include_reason=include_reason,
+            model=model,
+            verbose_mode=verbose_mode,
+            evaluation_template=evaluation_template,
+            template_base=GEvalTemplate,
+            no_effect={
+                "top_logprobs": top_logprobs,
+                "async_mode": async_mode,
+                "flaky": flaky,
+                "_include_g_eval_suffix": _include_g_eval_suffix,
+            },
+        )
         self.examples = parse_examples(
             examples, self.scale.answer_key, self.scale.answer_check(), f"GEval {name!r}"
         )
         self.contextual_calibration = bool(contextual_calibration)
-        self.steps_generated = 0  # how many times this object asked the judge for steps
         self.panel: tuple[GEval, ...] | None = None
         self.panel = self._members(panel)
-        self.layout: Layout = Single(self) if self.panel is None else Panel(self, self.panel)
+        self.layout: Layout = self._layout()
         # a panel member's prompts share everything up to the cue with the other members on
         # the same case, so it runs case-major (see run.schedule.pair_order)
         self.metric_major = self.layout.metric_major
+
+    def _layout(self) -> Layout:
+        """Alone, a panel member, or a template's own scoring prompt."""
+        method = "generate_strict_evaluation_results" if self.strict_mode else RESULTS
+        templated = overrides(self.evaluation_template, method, GEvalTemplate)
+        if self.panel is not None:
+            if templated or self.evaluation_params is None:
+                raise MetricDefinitionError(
+                    f"GEval {self.name!r}: a panel member needs evaluation_params and the "
+                    "default evaluation_template"
+                )
+            return Panel(self, self.panel)
+        return Templated(self, self.evaluation_template, method) if templated else Single(self)
 
     def _members(self, panel: Sequence[GEval | dict[str, Any]] | None) -> tuple[GEval, ...] | None:
         """The panel's members, built here (definitions without a panel of their own) and
@@ -107,6 +141,7 @@ class GEval(BaseMetric):
             examples=examples_to_list(self.examples, self.scale.answer_key),
             contextual_calibration=self.contextual_calibration or None,
             panel=[m.to_dict() for m in self.panel] if self.panel else None,
+            evaluation_template=template_name(self.evaluation_template, GEvalTemplate),
         )
 
     # -- steps ---------------------------------------------------------------------------
@@ -117,20 +152,30 @@ class GEval(BaseMetric):
         if self.evaluation_steps is not None:
             return list(self.evaluation_steps)
         session = as_session(session, self.model)
-        key = steps_key(session.model.sha256, self.criteria, self.evaluation_params)
+        params = self.evaluation_params or []
+        key = steps_key(session.model.sha256, self.criteria, params)
+        key = templated_steps_key(
+            key, self.criteria or "", fields_phrase(params), self.evaluation_template
+        )
         return session.remembered_steps(key, lambda: self.generate_steps(session))
 
     def generate_steps(self, session: JudgeSession) -> list[str]:
         """Ask the judge for 3-4 evaluation steps (grammar-constrained to a numbered list)."""
         self.steps_generated += 1
         assert self.criteria is not None  # steps are generated only when none are pinned
-        return ask_for_steps(session, self.name, self.criteria, self.evaluation_params)
+        return ask_for_steps(
+            session,
+            self.name,
+            self.criteria,
+            self.evaluation_params or [],
+            self.evaluation_template,
+        )
 
     # -- prompts -------------------------------------------------------------------------
 
     def task(self) -> str:
         """What the judge is asked, stated before the case's own fields."""
-        return self.scale.task(fields_phrase(self.evaluation_params))
+        return self.scale.task(fields_phrase(self.evaluation_params or []))
 
     def definition(self, session: Any, steps: list[str]) -> tuple[str, ...]:
         """The definition blocks of this metric's prompts (`steps`: its own): its definition,
@@ -143,8 +188,9 @@ class GEval(BaseMetric):
         return definition_block(self, steps)
 
     def prompt_params(self) -> list[SingleTurnParams]:
-        """Every field in this metric's prompts (a panel's prompts show every member's)."""
-        return self.layout.params()
+        """Every field in this metric's prompts (a panel's prompts show every member's; with
+        no evaluation_params, none is required: the case's own fields are shown)."""
+        return [] if self.evaluation_params is None else self.layout.params()
 
     def required_params(self) -> list[SingleTurnParams]:
         return self.prompt_params()
@@ -155,6 +201,10 @@ class GEval(BaseMetric):
         self, case: LLMTestCase, session: Any, *, include_reason: bool | None = None
     ) -> MetricResult:
         start = time.perf_counter()
+        if self.evaluation_params is None:
+            return self.for_params(present_params(case, self.name)).run(
+                case, session, include_reason=include_reason
+            )
         case.require(self.prompt_params(), self.name)
         session = as_session(session, self.model)
         steps = self.steps_for(session)
@@ -173,8 +223,16 @@ class GEval(BaseMetric):
             session, reason_prompt, include_reason, outcome.score, trace, outcome.usage, start
         )
 
+    def for_params(self, params: list[SingleTurnParams]) -> GEval:
+        """This metric as if it named `params` (how a metric without evaluation_params
+        judges a case: exactly as one naming the case's fields would)."""
+        metric = copy.copy(self)
+        metric.evaluation_params = params
+        metric.layout = metric._layout()
+        return metric
+
     def __repr__(self) -> str:
-        params = ", ".join(param_title(p) for p in self.evaluation_params)
+        params = ", ".join(param_title(p) for p in self.evaluation_params or [])
         return f"GEval(name={self.name!r}, params=[{params}], threshold={self.threshold})"
 
 

@@ -16,6 +16,9 @@ STEPS_QUESTION = (
     "{fields}. Each step must check something different."
 )
 
+#: The cue after a template's own steps prompt (`evaluation_template=`).
+STEPS_CUE = "Evaluation steps, numbered, one per line:"
+
 # -- a definition: criteria, steps, rubric ---------------------------------------------
 
 #: The title of a single metric's definition block.

@@ -11,7 +11,13 @@ from anvil_local.cache import digest
 from anvil_local.errors import GenerationError
 from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.session import JudgeSession
-from anvil_local.metrics.geval.prompts import STEPS_CRITERIA, STEPS_QUESTION
+from anvil_local.metrics.geval.prompts import STEPS_CRITERIA, STEPS_CUE, STEPS_QUESTION
+from anvil_local.metrics.geval.template import (
+    ConversationalGEvalTemplate,
+    GEvalTemplate,
+    overrides,
+    render,
+)
 from anvil_local.metrics.layout import fields_phrase
 from anvil_local.testcase import SingleTurnParams
 
@@ -43,19 +49,46 @@ def steps_key(model_sha256: str, criteria: str | None, params: Sequence[SingleTu
     return digest("steps", STEPS_PROMPT_VERSION, model_sha256, criteria, [p.value for p in params])
 
 
-def steps_prompt(criteria: str, params: Sequence[SingleTurnParams]) -> Prompt:
-    """The prompt that asks the judge for steps: the criteria, then the request."""
-    blocks = (STEPS_CRITERIA.format(criteria=criteria.strip()),)
-    return Prompt(blocks, STEPS_QUESTION.format(fields=fields_phrase(params)))
+def steps_prompt(
+    criteria: str, params: Sequence[SingleTurnParams], template: type | None = None
+) -> Prompt:
+    """The prompt that asks the judge for steps: the criteria, then the request (or the
+    text of a template that replaces `generate_evaluation_steps`, then a short cue)."""
+    return templated_steps_prompt(criteria, fields_phrase(params), template) or Prompt(
+        (STEPS_CRITERIA.format(criteria=criteria.strip()),),
+        STEPS_QUESTION.format(fields=fields_phrase(params)),
+    )
+
+
+def templated_steps_prompt(criteria: str, fields: str, template: type | None) -> Prompt | None:
+    """The steps prompt of a template that overrides `generate_evaluation_steps` (the
+    steps grammar still makes the answer a numbered list); None for the default."""
+    method = "generate_evaluation_steps"
+    if template is None or not all(
+        overrides(template, method, base) for base in (GEvalTemplate, ConversationalGEvalTemplate)
+    ):
+        return None
+    text = render(template, method, criteria=criteria.strip(), parameters=fields, multimodal=False)
+    return Prompt((text.rstrip() + "\n\n",), STEPS_CUE)
+
+
+def templated_steps_key(key: str, criteria: str, fields: str, template: type | None) -> str:
+    """A steps key that also names a template's own steps prompt, when it has one."""
+    prompt = templated_steps_prompt(criteria, fields, template) if criteria else None
+    return key if prompt is None else digest(key, prompt.text())
 
 
 def ask_for_steps(
-    session: JudgeSession, name: str, criteria: str, params: Sequence[SingleTurnParams]
+    session: JudgeSession,
+    name: str,
+    criteria: str,
+    params: Sequence[SingleTurnParams],
+    template: type | None = None,
 ) -> list[str]:
     """Ask the judge for 3-4 evaluation steps; none that parse is an error naming the
     metric (`name`), never an empty list."""
     result = session.generate(
-        steps_prompt(criteria, params), max_tokens=STEPS_MAX_TOKENS, regex=STEPS_REGEX
+        steps_prompt(criteria, params, template), max_tokens=STEPS_MAX_TOKENS, regex=STEPS_REGEX
     )
     steps = parse_steps(result.text)
     if not steps:

@@ -12,7 +12,7 @@ from anvil_local.errors import AnvilError, ModelLoadError, NativeCrash
 from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.result import MetricResult
 from anvil_local.run.plan import Plan, WorkGroup
-from anvil_local.run.schedule import pair_order
+from anvil_local.run.schedule import pair_order, trie_order
 from anvil_local.testcase import LLMTestCase
 
 log = logging.getLogger(__name__)
@@ -75,10 +75,12 @@ def judge_group(
     on_start: Callable[[int, int], None] | None = None,
 ) -> bool:
     """Judge a group's pairs back to back on one session, in the scheduler's order
-    (`schedule.pair_order`), after each metric's `prepare` on the group's cases; True when
-    delivery said stop."""
+    (`schedule.pair_order`), after each metric's `prepare` on the group's cases (in trie
+    order too, so what a metric reads there is read along the trie); True when delivery
+    said stop."""
+    ordered = trie_order(group)
     for index, metric in enumerate(metrics):
-        cases = [item.row.case for item in group if index in item.metrics]
+        cases = [item.row.case for item in ordered if index in item.metrics]
         if cases:
             _prepare(metric, cases, session)
     try:

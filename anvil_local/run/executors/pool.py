@@ -7,6 +7,7 @@ as an error line, and the rest of its group is handed, once, to a fresh worker.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing as mp
 import queue
 import signal
@@ -21,6 +22,8 @@ from anvil_local.metrics.result import MetricResult
 from anvil_local.run.dataset import CaseRow, case_from_dict
 from anvil_local.run.executors.base import Deliver, judge_group
 from anvil_local.run.plan import Plan, WorkGroup, WorkItem
+
+log = logging.getLogger(__name__)
 
 
 def group_to_wire(group: WorkGroup) -> list[tuple[int, int, dict[str, Any], tuple[int, ...]]]:
@@ -134,6 +137,29 @@ def crash_result(metric: BaseMetric, message: str) -> MetricResult:
     return MetricResult(metric.name, None, None, metric.threshold, error=message)
 
 
+def jobs_note(jobs: int, groups: int, cores: int, threads: int) -> str:
+    """What `--jobs N` really uses when N is more than can run ("" when it is not): one
+    worker per prompt-prefix group at most (a group is judged by one worker, in order, so
+    its prefix stays warm), `threads` each, and workers beyond the cores share them."""
+    used = min(jobs, groups)
+    each = f"{threads} thread{'s' if threads != 1 else ''}"
+    if used <= 1 and jobs > 1:
+        what = "one prompt-prefix group" if groups == 1 else "nothing to judge"
+        return (
+            f"--jobs {jobs}: judging in this process with {each}: the run has {what}, "
+            "and a group is judged by one worker"
+        )
+    notes = []
+    if used < jobs:
+        notes.append(
+            f"starting {used} worker processes with {each} each, not {jobs}: the run has "
+            f"{groups} prompt-prefix groups, and a group is judged by one worker"
+        )
+    if used * threads > cores:
+        notes.append(f"{used} workers with {each} each share {cores} cores")
+    return f"--jobs {jobs}: " + "; ".join(notes) if notes else ""
+
+
 class PoolExecutor:
     """Worker processes over a shared queue of prefix groups. A worker that dies is named with
     its signal and likely cause; the pair it was judging becomes an error line and the rest
@@ -145,6 +171,12 @@ class PoolExecutor:
         self.jobs = self.workers = jobs
 
     def execute(self, plan: Plan, deliver: Deliver) -> None:
+        from anvil_local.judge.settings import default_threads
+
+        threads = plan.model.settings.thread_count()
+        note = jobs_note(self.jobs, len(plan.groups), default_threads(), threads)
+        if note:
+            log.warning("%s", note)
         if len(plan.groups) <= 1:  # one group cannot be shared: no process to start
             from anvil_local.run.executors.local import LocalExecutor
 

@@ -8,9 +8,9 @@ import json
 import math
 
 from anvil_local.bench.stats import RESAMPLES
-from anvil_local.compare.compare import Comparison
-from anvil_local.compare.paired import Flip, MetricComparison
-from anvil_local.compare.provenance import metadata_rows
+from anvil_local.comparison.compare import Comparison
+from anvil_local.comparison.paired import Flip, MetricComparison
+from anvil_local.comparison.provenance import metadata_rows
 
 #: Flipped cases listed per direction in the Markdown (the JSON lists all).
 SHOWN_FLIPS = 20

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from anvil_local.compare.paired import MetricComparison, compare_metric
-from anvil_local.compare.provenance import (
+from anvil_local.comparison.paired import MetricComparison, compare_metric
+from anvil_local.comparison.provenance import (
     METRIC_FLAG,
     MODEL_FLAG,
     Difference,
