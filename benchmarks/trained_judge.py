@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 from harness import DATA_DIR, ROOT, add_out, write_figures
+from heads import est, measured, statistic
 
 from anvil_local import evaluate
 from anvil_local.bench import stats
@@ -62,23 +63,6 @@ def code_features(rows: list) -> list[dict[str, float]]:
     outcome = evaluate(rows, [load_metric(CODE)], model=None, include_reason=False)
     by_case = {line.case_id: line.result for line in outcome.lines}
     return [features_of(by_case[r.case_id]) for r in rows]
-
-
-def measures(pred: np.ndarray, d: Any) -> dict[str, Any]:
-    from anvil_local.bench.fit import _statistics
-
-    return _statistics(pred, d)
-
-
-def headline(pred: np.ndarray, d: Any):
-    if d.binary:
-        label = d.y.astype(int)
-        return lambda i: stats.auroc(pred[i], label[i])
-    return stats.document_mean("spearman", pred, d.target, stats.doc_groups(d.docs))
-
-
-def est(value: Any) -> Any:
-    return None if value is None else {"value": value.value, "low": value.low, "high": value.high}
 
 
 def main() -> None:
@@ -124,13 +108,13 @@ def main() -> None:
     )
     out_rows = []
     for name, pred in table:
-        found = measures(pred, code)
+        found = measured(pred, code)
         out_rows.append([name, *(est(found.get(k)) for k in keys)])
     n = len(rows)
     notes = []
     for name, pred in (("trained judge", trained), ("trained head", both_pred)):
         for other_name, other in (("code head", code_pred), ("untrained judge", base)):
-            diff = stats.paired_difference(headline(other, code), headline(pred, code), docs, n)
+            diff = stats.paired_difference(statistic(other, code), statistic(pred, code), docs, n)
             notes.append(
                 f"{name} minus {other_name}, {keys[0]}: {diff.value:.3f} "
                 f"[{diff.low:.2f}, {diff.high:.2f}] (paired, same documents)"

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import random
 import signal
@@ -360,7 +359,3 @@ class Trainer:
         state = self.out / (STATE + ".partial")
         state.write_text(self.state.to_json())
         state.replace(self.out / STATE)
-
-
-def perplexity_note(loss: float) -> str:
-    return f"loss {loss:.4f} (P(right) {math.exp(-loss):.3f})"
