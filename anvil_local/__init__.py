@@ -34,6 +34,7 @@ from anvil_local.metrics import (
     dag_to_json,
     geval_panel,
 )
+from anvil_local.metrics.dag.deepeval_model import DeepEvalBaseLLM
 from anvil_local.metrics.geval import ArenaGEvalTemplate, ConversationalGEvalTemplate, GEvalTemplate
 from anvil_local.run import EvaluationDataset, Golden, assert_test, compare, evaluate
 from anvil_local.spec import load_metric, load_metrics
@@ -60,6 +61,7 @@ __all__ = [
     "ConversationalVerdictNode",
     "DAGMetric",
     "DeepAcyclicGraph",
+    "DeepEvalBaseLLM",
     "EvaluationDataset",
     "GEval",
     "GEvalTemplate",

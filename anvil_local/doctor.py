@@ -12,8 +12,12 @@ import sys
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from anvil_local.errors import AnvilError, NativeCrash
+
+if TYPE_CHECKING:
+    from anvil_local.models.catalogue import ModelEntry
 
 
 @dataclass(frozen=True)
@@ -220,6 +224,74 @@ def _models() -> list[Finding]:
     return found
 
 
+#: the metric files shipped with a checkout that hold fitted heads or score maps
+SHIPPED_METRICS = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _judge_entry(model: str | None) -> ModelEntry | None:
+    """The catalogue entry a run with this --model (or none) judges with, without tuning or
+    hashing; None for a file given by path."""
+    from anvil_local.models.catalogue import get_entry
+    from anvil_local.models.resolve import MODEL_ENV
+    from anvil_local.models.tuning import default_judge
+
+    name = model or os.environ.get(MODEL_ENV, "").strip() or None
+    if name is None:
+        return default_judge(tune_now=False)
+    try:
+        return get_entry(name)
+    except AnvilError:
+        return None
+
+
+def _heads(model: str | None, root: Path = SHIPPED_METRICS) -> list[Finding]:
+    """For the judge a run would use, which shipped heads and score maps apply, and on what
+    evidence: fitted on this very file, or fitted on its source and shown to hold on this
+    format (`holds_on`); the rest leave their scores uncalibrated here."""
+    from anvil_local.judge.convert import keeps_precision
+    from anvil_local.models.catalogue import get_entry
+    from anvil_local.spec import load_metric
+
+    files = sorted(p for p in root.rglob("*.toml") if "[calibration." in _text(p))
+    if not files:
+        return [Finding("heads", f"no shipped metric file with a head here ({root})")]
+    entry = _judge_entry(model)
+    if entry is None:
+        return [Finding("heads", f"{model}: not a catalogue model; heads apply by sha256")]
+    source = None
+    if entry.source:
+        try:
+            if keeps_precision(get_entry(entry.source).format, entry.format):
+                source = (entry.source, entry.source_sha256)
+        except AnvilError:
+            source = None
+    sha = entry.sha256
+    if entry.base:  # an adapter's identity: nothing fitted on its base applies to it
+        from anvil_local.judge.model import adapter_identity
+
+        sha = adapter_identity(get_entry(entry.base).sha256, entry.sha256)
+    found = []
+    for path in files:
+        try:
+            calibration = load_metric(path).calibration
+        except AnvilError as exc:
+            found.append(Finding(f"head {path.name}", "unreadable", warning=str(exc)))
+            continue
+        if calibration is None:
+            continue
+        fitted, why, _ = calibration.lookup(entry.name, sha, source, entry.format)
+        verdict = "applies" if fitted is not None else "not applied"
+        found.append(Finding(f"head {path.name}", f"{verdict} on {entry.name}: {why}"))
+    return found
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
 def _probe(model: str | None, threads: int | None) -> tuple[list[Finding], str | None, bool]:
     """The test decode and throughput probe in a child process: (findings, system info,
     crashed)."""
@@ -365,7 +437,7 @@ def diagnose(
     if probe and _version("llama-cpp-python") is not None:
         probed, system_info, crashed = _probe(model, threads)
     found += _library(system_info, crashed) + _variant() + _tuning() + probed + _dirs()
-    found += _models()
+    found += _models() + _heads(model)
     return found
 
 

@@ -2,7 +2,10 @@
 untrained default judge and of the same judge with the trained adapter (no dev label: the
 adapter never saw these documents), a head over the adapter's P(Yes) and code fitted with
 the dev labels (out of fold), and the code head the judge must beat (uni/bi/trigram overlap,
-fitted out of fold on the same half).
+fitted out of fold on the same half). Beside them, the shipped heads' design (a head over
+the untrained judge's readings, `consistency_features.toml`) and the same readings plus
+P(Yes) read by the trained judge (`benchmarks/metrics/consistency_trained_features.toml`),
+both fitted out of fold: whether the adapter earns a place in the shipped heads.
 
     python benchmarks/trained_judge.py --task qags_xsum
     python benchmarks/trained_judge.py --task summedits
@@ -39,6 +42,10 @@ TASKS = {
 }
 QUESTION = ROOT / "examples" / "small_judge" / "faithfulness.toml"
 CODE = ROOT / "benchmarks" / "metrics" / "overlap_features.toml"
+# the shipped heads' design (benchmarks/heads.py) on the untrained judge, and the same
+# readings plus P(Yes) on the trained one
+READINGS = ROOT / "examples" / "small_judge" / "consistency_features.toml"
+TRAINED_READINGS = ROOT / "benchmarks" / "metrics" / "consistency_trained_features.toml"
 BASE, TRAINED = "smollm2-135m-instruct", "smollm2-135m-faithful"
 FOLDS = 5
 
@@ -60,8 +67,16 @@ def scores(metric: Any, rows: list, model: Any) -> tuple[np.ndarray, dict[str, f
 
 
 def code_features(rows: list) -> list[dict[str, float]]:
-    outcome = evaluate(rows, [load_metric(CODE)], model=None, include_reason=False)
+    return features(load_metric(CODE), rows, None)
+
+
+def features(metric: Any, rows: list, model: Any) -> list[dict[str, float]]:
+    """Each case's features under one metric (a run with no model for code alone)."""
+    outcome = evaluate(rows, [metric], model=model, include_reason=False)
     by_case = {line.case_id: line.result for line in outcome.lines}
+    missing = [r.case_id for r in rows if by_case[r.case_id].error is not None]
+    if missing:
+        raise SystemExit(f"{metric.name}: {len(missing)} case(s) errored, first {missing[0]}")
     return [features_of(by_case[r.case_id]) for r in rows]
 
 
@@ -92,14 +107,27 @@ def main() -> None:
         docs,
         "trained + code",
     )
+    readings = design(features(load_metric(READINGS), rows, base_model), human, docs, "untrained")
+    trained_readings = design(
+        features(load_metric(TRAINED_READINGS), rows, trained_model), human, docs, "trained"
+    )
     binary = code.binary
     code_pred = out_of_fold(code.x, code.target, code.docs, binary, FOLDS)
     both_pred = out_of_fold(both.x, both.target, both.docs, binary, FOLDS)
+    readings_pred = out_of_fold(readings.x, readings.target, readings.docs, binary, FOLDS)
+    trained_readings_pred = out_of_fold(
+        trained_readings.x, trained_readings.target, trained_readings.docs, binary, FOLDS
+    )
     table = [
         ("untrained judge: the faithfulness question's P(Yes)", base),
         ("trained judge (adapter, no dev label): P(Yes)", trained),
         ("head over the trained P(Yes) and code, dev labels (out of fold)", both_pred),
         ("head over code alone, dev labels (out of fold)", code_pred),
+        ("shipped design: head over the untrained judge's readings (out of fold)", readings_pred),
+        (
+            "head over the trained judge's readings and P(Yes) (out of fold)",
+            trained_readings_pred,
+        ),
     ]
     keys = (
         ("auroc", "balanced_accuracy", "balanced_accuracy_fitted")
@@ -112,13 +140,21 @@ def main() -> None:
         out_rows.append([name, *(est(found.get(k)) for k in keys)])
     n = len(rows)
     notes = []
-    for name, pred in (("trained judge", trained), ("trained head", both_pred)):
-        for other_name, other in (("code head", code_pred), ("untrained judge", base)):
-            diff = stats.paired_difference(statistic(other, code), statistic(pred, code), docs, n)
-            notes.append(
-                f"{name} minus {other_name}, {keys[0]}: {diff.value:.3f} "
-                f"[{diff.low:.2f}, {diff.high:.2f}] (paired, same documents)"
-            )
+    pairs = [
+        (name, pred, other_name, other)
+        for name, pred in (("trained judge", trained), ("trained head", both_pred))
+        for other_name, other in (("code head", code_pred), ("untrained judge", base))
+    ]
+    pairs += [
+        ("trained readings head", trained_readings_pred, "code head", code_pred),
+        ("trained readings head", trained_readings_pred, "shipped design", readings_pred),
+    ]
+    for name, pred, other_name, other in pairs:
+        diff = stats.paired_difference(statistic(other, code), statistic(pred, code), docs, n)
+        notes.append(
+            f"{name} minus {other_name}, {keys[0]}: {diff.value:.3f} "
+            f"[{diff.low:.2f}, {diff.high:.2f}] (paired, same documents)"
+        )
     for name, cost in (("untrained", base_cost), ("trained", trained_cost)):
         notes.append(
             f"{name} judge per case: {cost['prompt_tokens']:.0f} prompt tokens, "

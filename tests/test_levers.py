@@ -405,6 +405,29 @@ def test_write_calibration_appends_and_replaces_one_model_table(tmp_path):
     assert metric.calibration.maps["model-b"].values == (0.0, 1.0)
 
 
+def test_write_calibration_writes_holds_on_as_an_inline_table(tmp_path):
+    path = tmp_path / "metric.toml"
+    path.write_text(TOML)
+    entry = {"sha256": SHA, "scores": [0.1, 0.9], "values": [0.2, 0.8]}
+    write_calibration(path, "m", {**entry, "holds_on": {"Q8_0": 'AUROC 0.69 -> 0.68 "paired"'}})
+    fitted = load_metric(path).calibration.maps["m"]
+    assert fitted.holds_on == (("Q8_0", 'AUROC 0.69 -> 0.68 "paired"'),)
+
+
+def test_a_metric_file_names_its_model_and_a_run_without_one_uses_it(tmp_path):
+    path = tmp_path / "metric.toml"
+    path.write_text('model = "my-judge"\n' + TOML)
+    metric = load_metric(path)
+    assert metric.model == "my-judge"
+    assert "model" not in metric.to_dict()  # outside the definition: no part of a cache key
+    assert metric_definition(metric)["model"] == "my-judge"
+    assert metric_from_dict(metric_definition(metric)).model == "my-judge"
+    bad = tmp_path / "bad.toml"
+    bad.write_text("model = 3\n" + TOML)
+    with pytest.raises(MetricFileError, match="'model' must be"):
+        load_metric(bad)
+
+
 def test_write_calibration_into_json_and_a_refused_file(tmp_path):
     path = tmp_path / "metric.json"
     path.write_text(json.dumps(consistency().to_dict()))

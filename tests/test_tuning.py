@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from anvil_local.cli import main
+from anvil_local.errors import MetricDefinitionError
 from anvil_local.judge.convert import keeps_precision
 from anvil_local.judge.settings import JudgeSettings, default_threads
 from anvil_local.metrics.calibration import Calibration
@@ -180,15 +181,32 @@ def test_first_use_tunes_once_and_a_failed_tuning_keeps_the_shipped_file(
     assert "tuning failed (no speed)" in caplog.text
 
 
-def test_a_map_fitted_on_the_source_serves_its_faithful_conversion():
+def test_a_map_fitted_on_the_source_serves_its_conversion_only_where_shown_to_hold(caplog):
     sha = "a" * 64
-    calibration = Calibration.from_dict(
-        {"shipped": {"sha256": sha, "scores": [0.0, 1.0], "values": [0.2, 0.8]}}
-    )
-    fitted = calibration.maps["shipped"]
-    assert calibration.for_model("shipped-q8_0", "b" * 64, ("shipped", sha)) is fitted
-    assert calibration.for_model("shipped-q8_0", "b" * 64, ("shipped", "c" * 64)) is None
-    assert calibration.for_model("shipped-q8_0", "b" * 64, None) is None
+    table = {"sha256": sha, "scores": [0.0, 1.0], "values": [0.2, 0.8]}
+    holding = Calibration.from_dict({"shipped": {**table, "holds_on": {"q8_0": "measured"}}})
+    fitted = holding.maps["shipped"]
+    assert fitted.holds_on == (("Q8_0", "measured"),)
+    assert holding.for_model("shipped-q8_0", "b" * 64, ("shipped", sha), "Q8_0") is fitted
+    assert holding.for_model("shipped-q8_0", "b" * 64, ("shipped", "c" * 64), "Q8_0") is None
+    assert holding.for_model("shipped-q8_0", "b" * 64, None, "Q8_0") is None
+    assert holding.for_model("shipped-f16", "b" * 64, ("shipped", sha), "F16") is None
+    silent = Calibration.from_dict({"shipped": table})
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            assert silent.for_model("shipped-q8_0", "b" * 64, ("shipped", sha), "Q8_0") is None
+    warned = [r for r in caplog.records if "not shown to hold on Q8_0" in r.getMessage()]
+    assert len(warned) == 1  # once per process, not once per case
+    assert "--model shipped" in warned[0].getMessage()
+
+
+def test_holds_on_needs_evidence_for_each_format():
+    table = {"sha256": "a" * 64, "scores": [0.0, 1.0], "values": [0.2, 0.8]}
+    for bad in ({"Q8_0": ""}, ["Q8_0"], {"Q8_0": 1}):
+        with pytest.raises(MetricDefinitionError, match="holds_on"):
+            Calibration.from_dict({"shipped": {**table, "holds_on": bad}})
+    again = Calibration.from_dict({"shipped": {**table, "holds_on": {"Q8_0": "why"}}})
+    assert again.to_dict()["shipped"]["holds_on"] == {"Q8_0": "why"}
 
 
 def test_a_map_serves_its_own_file_under_another_name():
@@ -534,3 +552,34 @@ def test_doctor_recheck_flags_a_choice_made_on_a_busy_machine():
     assert any("tuning measured 188" in p for p in problems)
     assert any("2 threads read 635" in p for p in problems)
     assert tuning.recheck(profile, m("q8", 1, 190.0), m("q8", 2, 180.0)) == []
+
+
+def test_doctor_lists_which_shipped_heads_apply_to_the_tuned_file(tmp_path: Path, unpinned):
+    from anvil_local.doctor import _heads
+
+    q8 = fake_conversion(tmp_path)
+    source = default_entry()
+    metric = (
+        'type = "geval"\nname = "C"\nevaluation_params = ["input", "actual_output"]\n'
+        'evaluation_steps = ["Compare."]\n'
+    )
+    table = (
+        f'[calibration."{source.name}"]\nsha256 = "{source.sha256}"\n'
+        "scores = [0.0, 1.0]\nvalues = [0.2, 0.8]\n"
+    )
+    root = tmp_path / "heads"
+    root.mkdir()
+    (root / "held.toml").write_text(metric + table + 'holds_on = { Q8_0 = "measured" }\n')
+    (root / "unheld.toml").write_text(metric + table)
+    (root / "plain.toml").write_text(metric)
+    tuning._write(profile_for(q8.name))
+    found = {f.label: f.value for f in _heads(None, root)}
+    assert found == {
+        "head held.toml": f"applies on {q8.name}: fitted on {source.name}, holds on Q8_0: measured",
+        "head unheld.toml": (
+            f"not applied on {q8.name}: fitted on {source.name}, not shown to hold on Q8_0 "
+            "(no 'holds_on')"
+        ),
+    }
+    on_source = [f.value for f in _heads(source.name, root)]
+    assert on_source == [f"applies on {source.name}: fitted on this file"] * 2

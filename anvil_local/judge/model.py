@@ -24,6 +24,7 @@ class ResolvedModel:
     source: str = ""
     source_sha256: str = ""
     faithful: bool = False
+    format: str = ""  # the file's quantization as its catalogue entry names it ("Q8_0")
     # a LoRA adapter (GGUF) llama.cpp applies over `path`; `sha256` is then the pair's
     # identity (`adapter_identity`), so nothing fitted or cached for the base applies to it
     adapter: str = ""

@@ -167,7 +167,9 @@ class BaseMetric(ABC):
             from anvil_local.metrics.calibration import calibrate
 
             model = session.model
-            result = calibrate(self, result, model.name, model.sha256, model.faithful_source())
+            result = calibrate(
+                self, result, model.name, model.sha256, model.faithful_source(), model.format
+            )
         self.result = result
         self.score = result.score
         self.success = result.success

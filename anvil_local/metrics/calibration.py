@@ -32,7 +32,7 @@ from anvil_local.errors import MetricDefinitionError
 from anvil_local.judge.options import argmax_first
 from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.results import ChoiceResult, Usage
-from anvil_local.metrics.heads import HEAD_KINDS, Head
+from anvil_local.metrics.heads import HEAD_KINDS, Head, holds_on_of
 from anvil_local.metrics.result import MetricResult
 from anvil_local.testcase import LLMTestCase, SingleTurnParams
 
@@ -121,6 +121,7 @@ class ScoreMap:
     sha256: str
     label: str = ""
     fitted_on: str = ""
+    holds_on: tuple[tuple[str, str], ...] = ()  # (format, evidence) of conversions
 
     def __post_init__(self) -> None:
         if not self.scores or len(self.scores) != len(self.values):
@@ -151,13 +152,16 @@ class ScoreMap:
             data["fitted_on"] = self.fitted_on
         data["scores"] = list(self.scores)
         data["values"] = list(self.values)
+        if self.holds_on:
+            data["holds_on"] = dict(self.holds_on)
         return data
 
     @classmethod
     def from_dict(cls, data: Any, model: str) -> ScoreMap:
         if not isinstance(data, dict):
             raise MetricDefinitionError(f"calibration for {model!r} must be a table")
-        unknown = sorted(set(data) - {"sha256", "label", "fitted_on", "scores", "values"})
+        known = {"sha256", "label", "fitted_on", "holds_on", "scores", "values"}
+        unknown = sorted(set(data) - known)
         if unknown:
             raise MetricDefinitionError(
                 f"unknown calibration field(s) for {model!r}: {', '.join(unknown)}"
@@ -171,6 +175,7 @@ class ScoreMap:
             data.get("sha256", ""),
             str(data.get("label", "")),
             str(data.get("fitted_on", "")),
+            holds_on_of(data, model),
         )
 
 
@@ -190,32 +195,58 @@ class Calibration:
         return {name: entry.to_dict() for name, entry in self.maps.items()}
 
     def for_model(
-        self, name: str, sha256: str, source: tuple[str, str] | None = None
+        self,
+        name: str,
+        sha256: str,
+        source: tuple[str, str] | None = None,
+        format: str = "",
     ) -> ScoreMap | Head | None:
-        """The map (or head) fitted for this model file; None (with a warning) if it was fitted for
-        another file under the same name. `source` is the (name, sha256) of the model a
-        precision-keeping conversion came from: its map serves the converted file too. A
-        model named otherwise (a catalogue file given by its path) finds the map fitted on
-        the same bytes."""
+        """The map (or head) that applies to this model file, else None (with a warning, once,
+        where a map exists that does not apply); see `lookup`."""
+        entry, why, warn = self.lookup(name, sha256, source, format)
+        if warn:
+            remedy = f": run with --model {source[0]}" if source is not None else ""
+            _warn_once(f"calibration for {name}: {why}; scores are left uncalibrated{remedy}")
+        return entry
+
+    def lookup(
+        self,
+        name: str,
+        sha256: str,
+        source: tuple[str, str] | None = None,
+        format: str = "",
+    ) -> tuple[ScoreMap | Head | None, str, bool]:
+        """(the map that applies, why, whether a user should be warned). The map fitted on
+        this file; else, for a precision-keeping conversion (to `format`) of the model
+        `source` = (name, sha256), that model's map where it records that it holds on that
+        format (`holds_on`, with its evidence). A model named otherwise (a catalogue file
+        given by its path) finds the map fitted on the same bytes."""
         entry = self.maps.get(name)
         if entry is None:
             entry = next((e for e in self.maps.values() if e.sha256 == sha256), None)
         if entry is None and source is not None:
             fitted = self.maps.get(source[0])
             if fitted is not None and fitted.sha256 == source[1]:
-                log.debug("using the calibration fitted on %s for its conversion %s", *source)
-                return fitted
+                evidence = dict(fitted.holds_on).get(format.upper())
+                if evidence is not None:
+                    return fitted, f"fitted on {source[0]}, holds on {format}: {evidence}", False
+                held = f"not shown to hold on {format or 'this conversion'} (no 'holds_on')"
+                return None, f"fitted on {source[0]}, {held}", True
         if entry is None:
-            return None
+            return None, "none fitted for it", False
         if entry.sha256 != sha256:
-            log.warning(
-                "the calibration for %s was fitted on another file (sha256 %s...); "
-                "scores are left uncalibrated",
-                name,
-                entry.sha256[:12],
-            )
-            return None
-        return entry
+            return None, f"fitted on another file (sha256 {entry.sha256[:12]}...)", True
+        return entry, "fitted on this file", False
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """A warning about a run's calibration, once per process, not once per case."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        log.warning("%s", message)
 
 
 def _entry(data: Any, model: str) -> ScoreMap | Head:
@@ -240,13 +271,15 @@ def calibrate(
     model_name: str,
     sha256: str,
     source: tuple[str, str] | None = None,
+    format: str = "",
 ) -> MetricResult:
     """The result with the metric's fitted map for this model applied (unchanged when the
-    metric has none for it, or the result is an error); `source` as in `for_model`."""
+    metric has none for it, or the result is an error); `source` and `format` as in
+    `for_model`."""
     calibration: Calibration | None = getattr(metric, "calibration", None)
     if calibration is None or result.score is None or result.raw_score is not None:
         return result
-    entry = calibration.for_model(model_name, sha256, source)
+    entry = calibration.for_model(model_name, sha256, source, format)
     if entry is None:
         return result
     if isinstance(entry, Head):

@@ -3,7 +3,9 @@ and what travels to a worker process (the definition and the module of its class
 
 The metric kinds come from the registry by the dict's `type`; a fitted `calibration` table
 (any kind) is read here and kept on the metric, outside its definition: a map never changes
-what is judged, so it is no part of a cache key.
+what is judged, so it is no part of a cache key. So is a file's `model`, the judge the metric
+was made for (a catalogue name): a run without one of its own uses it, and the model's
+identity, not the name, is what cache keys hold.
 """
 
 from __future__ import annotations
@@ -15,20 +17,32 @@ from anvil_local.errors import DataError
 from anvil_local.metrics.calibration import Calibration
 from anvil_local.registry import METRIC_KINDS
 
+OUTSIDE = ("calibration", "model")  # what a metric file holds beside the definition
+
 
 def metric_from_dict(data: dict[str, Any]) -> Any:
-    """The metric a dict describes, by its `type`, with its calibration if it has one."""
-    if "calibration" not in data:
+    """The metric a dict describes, by its `type`, with its calibration and its model if it
+    names them."""
+    if not any(k in data for k in OUTSIDE):
         return METRIC_KINDS.get(data.get("type")).from_dict(data)
-    rest = {k: v for k, v in data.items() if k != "calibration"}
+    rest = {k: v for k, v in data.items() if k not in OUTSIDE}
+    model = data.get("model")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise DataError("'model' must be a model's catalogue name or .gguf path")
     metric = METRIC_KINDS.get(rest.get("type")).from_dict(rest)
-    metric.calibration = Calibration.from_dict(data["calibration"])
+    if "calibration" in data:
+        metric.calibration = Calibration.from_dict(data["calibration"])
+    if model is not None:
+        metric.model = model.strip()
     return metric
 
 
 def metric_definition(metric: Any) -> dict[str, Any]:
-    """What a metric file holds for `metric`: its definition and any fitted calibration."""
+    """What a metric file holds for `metric`: its definition, the model it names (a name or
+    path) and any fitted calibration."""
     data = metric.to_dict()
+    if isinstance(getattr(metric, "model", None), str):
+        data["model"] = metric.model
     calibration = getattr(metric, "calibration", None)
     if calibration is not None:
         data["calibration"] = calibration.to_dict()

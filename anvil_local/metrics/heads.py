@@ -74,6 +74,20 @@ def features_of(result: MetricResult) -> dict[str, float]:
     return {} if score is None else {"score": float(score)}
 
 
+def holds_on_of(data: dict[str, Any], model: str) -> tuple[tuple[str, str], ...]:
+    """A fitted table's `holds_on`: the formats of conversions of its file it was shown to
+    hold on, each with its evidence (`{ Q8_0 = "..." }`), in the order written."""
+    found = data.get("holds_on", {})
+    if not isinstance(found, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in found.items()
+    ):
+        raise MetricDefinitionError(
+            f"calibration for {model!r}: 'holds_on' maps a format to its evidence, "
+            'e.g. { Q8_0 = "benchmarks/results/head_files.json: ..." }'
+        )
+    return tuple((k.upper(), v) for k, v in found.items())
+
+
 def _numbers(data: dict[str, Any], key: str, size: int | None, model: str) -> tuple[float, ...]:
     value = data.get(key)
     if not isinstance(value, list) or not all(
@@ -100,6 +114,7 @@ class Head:
     sha256: str
     label: str = ""
     fitted_on: str = ""
+    holds_on: tuple[tuple[str, str], ...] = ()  # (format, evidence) of conversions
 
     def __post_init__(self) -> None:
         if self.kind not in HEAD_KINDS:
@@ -147,11 +162,14 @@ class Head:
             coef=list(self.coef),
             intercept=self.intercept,
         )
+        if self.holds_on:
+            data["holds_on"] = dict(self.holds_on)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], model: str) -> Head:
-        known = {"kind", "sha256", "label", "fitted_on", "features", "mean", "scale", "coef"}
+        known = {"kind", "sha256", "label", "fitted_on", "holds_on", "features", "mean"}
+        known |= {"scale", "coef"}
         unknown = sorted(set(data) - known - {"intercept"})
         if unknown:
             raise MetricDefinitionError(
@@ -174,4 +192,5 @@ class Head:
             sha256=data.get("sha256", ""),
             label=str(data.get("label", "")),
             fitted_on=str(data.get("fitted_on", "")),
+            holds_on=holds_on_of(data, model),
         )

@@ -23,6 +23,13 @@ NO_EFFECT: dict[str, str] = {
     "_include_dag_suffix": "the metric's name is what results show",
 }
 
+#: DeepEval's `measure` keyword -> why it changes nothing here.
+MEASURE_NO_EFFECT: dict[str, str] = {
+    "_show_indicator": "DeepEval's progress indicator; a local measure shows none",
+    "_in_component": "DeepEval's tracing of a metric inside a traced component",
+    "_log_metric_to_confident": "DeepEval logs to its cloud; nothing leaves this machine",
+}
+
 #: What a local text judge reads: the reason a refused keyword gives.
 TEXT_ONLY = "this judge reads text only"
 
@@ -43,3 +50,19 @@ def refuse_dag_models(owner: str, system_one_model: Any, eval_mode: Any) -> None
         "one local judge answers every node",
     )
     refuse(owner, "eval_mode", eval_mode, (None, "llm"), "one local judge answers every node")
+
+
+class DeepEvalMeasure:
+    """`measure` taking DeepEval's keywords (`metric.measure(case, _show_indicator=False)`
+    is how DeepEval's own code calls it); see MEASURE_NO_EFFECT."""
+
+    def measure(
+        self,
+        test_case: Any,
+        judge: Any = None,
+        *,
+        _show_indicator: bool = True,
+        _in_component: bool = False,
+        _log_metric_to_confident: bool = True,
+    ) -> float:
+        return super().measure(test_case, judge)  # type: ignore[misc]

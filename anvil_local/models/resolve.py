@@ -69,7 +69,14 @@ def _identify(spec: str | os.PathLike | None, tune: bool) -> ResolvedModel:
     if entry is not None and entry.base:
         return _with_adapter(entry, path, settings)
     return ResolvedModel(
-        name, str(path), sha or sha256_file(path), settings, source, source_sha, faithful
+        name,
+        str(path),
+        sha or sha256_file(path),
+        settings,
+        source,
+        source_sha,
+        faithful,
+        format=(entry.format or "").upper() if entry is not None else "",
     )
 
 

@@ -158,7 +158,12 @@ def _run(
     def emit(row: CaseRow, index: int, result: MetricResult, cached: bool) -> None:
         model = plan.model
         result = calibrate(
-            plan.metrics[index], result, model.name, model.sha256, model.faithful_source()
+            plan.metrics[index],
+            result,
+            model.name,
+            model.sha256,
+            model.faithful_source(),
+            model.format,
         )
         if abstain is not None:
             result = abstain.apply(result)

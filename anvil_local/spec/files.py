@@ -50,13 +50,14 @@ def read_metric_dict(path: Path) -> dict[str, Any]:
 
 def _member(path: Path, item: Any) -> Any:
     """A features metric's member: its table, or the definition in the file it names
-    (without that file's own calibration: a head reads raw readings)."""
+    (without that file's own calibration: a head reads raw readings; nor its model: the
+    features metric is judged by one)."""
     if not isinstance(item, str):
         return item
     member = read_metric_dict(path.parent / item)
     if member.get("type") == PANEL_KIND:
         raise MetricFileError(f"{path}: feature {item}: a G-Eval panel cannot be a feature")
-    return {k: v for k, v in member.items() if k != "calibration"}
+    return {k: v for k, v in member.items() if k not in ("calibration", "model")}
 
 
 PANEL_KIND = "geval_panel"
@@ -145,7 +146,7 @@ def write_calibration(path: str | Path, model: str, entry: dict[str, Any]) -> No
         new = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     else:
         header = f"[calibration.{json.dumps(model)}]"
-        body = "\n".join(f"{key} = {json.dumps(value)}" for key, value in entry.items())
+        body = "\n".join(f"{key} = {_toml_value(value)}" for key, value in entry.items())
         new = _without_table(text, header).rstrip("\n") + f"\n\n{header}\n{body}\n"
     try:
         written = tomllib.loads(new) if path.suffix.lower() == ".toml" else json.loads(new)
@@ -160,6 +161,15 @@ def write_calibration(path: str | Path, model: str, entry: dict[str, Any]) -> No
     except OSError as exc:
         tmp.unlink(missing_ok=True)  # the metric file is left as it was
         raise io_error(path, exc) from exc
+
+
+def _toml_value(value: Any) -> str:
+    """A value of a fitted table as TOML (JSON's strings, numbers and lists are TOML too; a
+    table becomes an inline table)."""
+    if isinstance(value, dict):
+        inner = ", ".join(f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in value.items())
+        return "{ " + inner + " }" if inner else "{}"
+    return json.dumps(value)
 
 
 def _without_table(text: str, header: str) -> str:

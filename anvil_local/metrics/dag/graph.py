@@ -167,6 +167,26 @@ class DeepAcyclicGraph:
             ids[id(node)] = name
         return ids
 
+    @property
+    def indegree(self) -> dict[Any, int]:
+        """DeepEval's count of each node's incoming edges, by node: the verdicts of one
+        judgement leading to the same node count once (only one of them fires), unless a
+        verdict is a root or hangs under two judgements. Our walk does not read it (a node
+        runs once any parent activates it, after all of them); ported code may."""
+        roots = {id(r) for r in self.root_nodes}
+        counts: dict[Any, int] = {}
+        for node in self.order:
+            parents = self.parents[id(node)]
+            owners: dict[int, int] = {}
+            for parent in parents:
+                above = self.parents[id(parent)] if isinstance(parent, VerdictNode) else []
+                if id(parent) in roots or len(above) != 1:
+                    continue
+                if isinstance(above[0], JudgementNode):
+                    owners[id(above[0])] = owners.get(id(above[0]), 0) + 1
+            counts[node] = len(parents) - sum(n - 1 for n in owners.values())
+        return counts
+
     def node_id(self, node: Any) -> str:
         return self.ids[id(node)]
 

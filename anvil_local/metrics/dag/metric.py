@@ -20,12 +20,18 @@ from anvil_local.judge.session import JudgeSession
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_name, check_threshold
 from anvil_local.metrics.calibration import CONTENT_FREE, content_free_case, contextual_choose
 from anvil_local.metrics.dag.codec import dag_metric_kwargs, dag_metric_to_dict
+from anvil_local.metrics.dag.deepeval_model import SchemaJudge, deepeval_judge
 from anvil_local.metrics.dag.graph import DeepAcyclicGraph
-from anvil_local.metrics.dag.nodes import JudgementNode, NonBinaryJudgementNode, TaskNode
+from anvil_local.metrics.dag.nodes import (
+    BinaryJudgementNode,
+    JudgementNode,
+    NonBinaryJudgementNode,
+    TaskNode,
+)
 from anvil_local.metrics.dag.trace import DagTrace, TaskStep, WalkSummary
 from anvil_local.metrics.dag.walk import Answer, TaskOutput, Visible, WalkResult, walk
 from anvil_local.metrics.examples import examples_block
-from anvil_local.metrics.keywords import refuse_dag_models
+from anvil_local.metrics.keywords import DeepEvalMeasure, refuse_dag_models
 from anvil_local.metrics.layout import case_blocks
 from anvil_local.models.sessions import as_session
 from anvil_local.registry import register_metric
@@ -110,7 +116,11 @@ class _JudgeAsker:
         question = task_question(node)
         budget = node.max_tokens or TASK_MAX_TOKENS
         prompt = self._prompt(visible, question, node)
-        result = self._judge.generate(prompt, budget, stop=node.stop or ())
+        schema = self._schema_judge()
+        if schema is not None:
+            result = schema.task_output(prompt)
+        else:
+            result = self._judge.generate(prompt, budget, stop=node.stop or ())
         return Answer(
             question,
             result.usage,
@@ -119,10 +129,20 @@ class _JudgeAsker:
             truncated=not result.finished,
         )
 
+    def _schema_judge(self) -> SchemaJudge | None:
+        """The DeepEval model answering this walk, if one does (it is asked per node kind,
+        with DeepEval's schemas)."""
+        judge = getattr(self._judge, "judge", self._judge)
+        return judge if isinstance(judge, SchemaJudge) else None
+
     def _choose(self, node: JudgementNode, visible: Visible, question: str):
         """(choice, the judge's own distribution, the prior) for one question; the last two
         are None without contextual calibration."""
         prompt = self._prompt(visible, question, node)
+        schema = self._schema_judge()
+        if schema is not None:
+            binary = isinstance(node, BinaryJudgementNode)
+            return schema.verdict(prompt, node.options(), binary), None, None
         if node.contextual_calibration:
             free = self._content_free(node, visible, question)
             found = contextual_choose(self._judge, prompt, free, node.options())
@@ -164,7 +184,7 @@ class _JudgeAsker:
 
 
 @register_metric("dag")
-class DAGMetric(BaseMetric):
+class DAGMetric(DeepEvalMeasure, BaseMetric):
     """DeepEval's DAGMetric, deterministic, with verdict probabilities and an expected score."""
 
     title = "DAG metric"
@@ -246,6 +266,12 @@ class DAGMetric(BaseMetric):
     def to_dict(self) -> dict[str, Any]:
         return dag_metric_to_dict(self)
 
+    def measure(self, test_case: Any, judge: Any = None, **deepeval: Any) -> float:
+        """DeepEval's entry point; a DeepEval model given as `model=` answers the nodes
+        (metrics.dag.deepeval_model)."""
+        own = judge if judge is not None else deepeval_judge(self.model)
+        return super().measure(test_case, own, **deepeval)
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DAGMetric:
         return cls(**dag_metric_kwargs(data, cls))
@@ -255,7 +281,9 @@ class DAGMetric(BaseMetric):
     ) -> MetricResult:
         start = time.perf_counter()
         case.require(self.required_params(), self.name)
-        session = as_session(session, self.model)
+        session = as_session(
+            session if session is not None else deepeval_judge(self.model), self.model
+        )
         asker = self.asker(case, session)
         result = walk(self.dag, asker, soft=self.soft, floor=self.soft_floor)
         score = result.main.score

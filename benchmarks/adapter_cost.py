@@ -1,0 +1,74 @@
+"""What the trained adapter costs a case: the faithfulness question on the same QAGS-XSum
+cases with the untrained judge and with `smollm2-135m-faithful` (the same Q4_1 file with
+the LoRA adapter over it), in alternating rounds (who goes first swaps each round), so a
+noisy neighbour slows both alike. No cache; each round on a fresh cache directory.
+
+    python benchmarks/adapter_cost.py [--cases 12] [--rounds 4]
+
+The ratio is taken within each round, then its median over rounds. Figures:
+benchmarks/results/adapter_cost.json.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from harness import DATA_DIR, ROOT, Timer, add_out, fresh_cache, write_figures
+
+from anvil_local import evaluate
+from anvil_local.models import get_judge, resolve_model
+from anvil_local.run.dataset import read_cases
+from anvil_local.spec import load_metric
+
+QUESTION = ROOT / "examples" / "small_judge" / "faithfulness.toml"
+BASE, TRAINED = "smollm2-135m-instruct", "smollm2-135m-faithful"
+
+
+def main() -> None:
+    from harness import parser
+
+    p = parser(__doc__.split("\n\n")[0], data=False, model=False, out=False)
+    p.add_argument("--cases", type=int, default=12)
+    p.add_argument("--rounds", type=int, default=4)
+    add_out(p)
+    args = p.parse_args()
+    rows = read_cases(DATA_DIR / "qags_xsum.jsonl")[: args.cases]
+    metric = load_metric(QUESTION)
+    models = {name: resolve_model(name) for name in (BASE, TRAINED)}
+    judges = {name: get_judge(m) for name, m in models.items()}  # loaded before timing
+    seconds: dict[str, list[float]] = {BASE: [], TRAINED: []}
+    tokens: dict[str, float] = {}
+    ratios = []
+    for round_ in range(args.rounds):
+        order = (BASE, TRAINED) if round_ % 2 == 0 else (TRAINED, BASE)
+        for name in order:
+            with fresh_cache(), Timer() as t:
+                outcome = evaluate(
+                    rows, [metric], model=judges[name], use_cache=False, include_reason=False
+                )
+            seconds[name].append(t.seconds / len(rows))
+            tokens[name] = sum(x.result.usage.evaluated_tokens for x in outcome.lines) / len(rows)
+        ratios.append(seconds[TRAINED][-1] / seconds[BASE][-1])
+        print(f"round {round_ + 1}: adapter / base {ratios[-1]:.3f}", flush=True)
+    out_rows = [
+        [name, round(statistics.median(seconds[name]), 3), round(tokens[name], 1)]
+        for name in (BASE, TRAINED)
+    ]
+    out_rows.append(
+        ["adapter / base, median of the rounds' ratios", statistics.median(ratios), None]
+    )
+    write_figures(
+        args,
+        "adapter_cost",
+        f"The faithfulness question with and without the adapter ({len(rows)} QAGS-XSum cases, "
+        f"{args.rounds} alternating rounds)",
+        ["judge", "s/case (median)", "tokens evaluated/case"],
+        out_rows,
+        formats={"s/case (median)": ".3f"},
+        notes=[f"per-round ratios: {', '.join(f'{r:.3f}' for r in ratios)}"],
+        models=list(models.values()),
+    )
+
+
+if __name__ == "__main__":
+    main()
