@@ -84,7 +84,11 @@ def first_run(model: Path, hogs: int) -> dict[str, Any]:
             "seconds": round(seconds, 1),
             "others_cpu": others,
             "recorded": profile is not None and bool(profile.get("use")),
-            "use": f"{profile['use']}, {profile['threads']} threads" if profile else "-",
+            "use": (
+                f"{profile['use']}, {profile.get('threads')} threads"
+                if profile and profile.get("use")
+                else "-"
+            ),
             "said": said,
         }
 
