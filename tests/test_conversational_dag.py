@@ -152,11 +152,6 @@ def test_the_example_metric_files_load_and_round_trip():
             id="window",
         ),
         pytest.param(
-            {"type": "task", "instructions": "i", "output_label": "o", "children": []},
-            "node 'n'",
-            id="task-without-children",
-        ),
-        pytest.param(
             {
                 "type": "binary",
                 "criteria": "c",

@@ -107,12 +107,6 @@ def binary(**kw):
             id="task-child-type",
         ),
         pytest.param(
-            lambda: DeepAcyclicGraph([VerdictNode(True, score=1)]),
-            ValueError,
-            "VerdictNode cannot be a root",
-            id="verdict-root",
-        ),
-        pytest.param(
             lambda: DeepAcyclicGraph([binary(), binary()]),
             ValueError,
             "more than one root node",
@@ -125,12 +119,6 @@ def binary(**kw):
             id="task-and-judgement-roots",
         ),
         pytest.param(lambda: DeepAcyclicGraph([]), ValueError, "at least one root", id="no-roots"),
-        pytest.param(
-            lambda: DeepAcyclicGraph([TaskNode("x", "y", evaluation_params=OUT)]),
-            ValueError,
-            "has no children",
-            id="task-without-children",
-        ),
     ],
 )
 def test_rule(build, error, message):
@@ -184,3 +172,33 @@ def test_a_geval_child_is_accepted_and_kept_whole():
     dag = DeepAcyclicGraph([node])
     assert dag.metric_children() == [geval]
     assert geval.threshold == 1.0 and geval.evaluation_steps == ["Look."]
+
+
+def test_deepeval_shapes_build_and_a_childless_task_node_is_logged(caplog):
+    # DeepEval allows a verdict root, a verdict under a verdict and a TaskNode leaf
+    DeepAcyclicGraph([VerdictNode(True, score=1)])
+    leaf = VerdictNode(True, score=4)
+    DeepAcyclicGraph(
+        [BinaryJudgementNode("ok?", [VerdictNode(True, child=leaf), VerdictNode(False, score=0)])]
+    )
+    with caplog.at_level("WARNING"):
+        DeepAcyclicGraph([TaskNode("x", "lonely", evaluation_params=OUT)])
+    assert "'lonely' has no children" in caplog.text
+
+
+def test_a_metric_file_refuses_a_root_verdict_in_one_line():
+    from anvil_local.metrics.dag.codec import graph_to_spec
+
+    dag = DeepAcyclicGraph([VerdictNode(True, child=binary())])
+    with pytest.raises(ValueError, match="holds verdicts only under judgement nodes"):
+        graph_to_spec(dag)
+
+
+def test_non_binary_verdict_schema_exists_once_a_graph_is_built():
+    order = NonBinaryJudgementNode(criteria="order?")
+    order.add_verdict("A", score=10)
+    order.add_verdict("B", score=0)
+    assert not hasattr(order, "_verdict_schema")
+    DeepAcyclicGraph([order])
+    assert order._verdict_options == ["A", "B"]
+    assert order._verdict_schema(verdict="B", reason="r").verdict == "B"

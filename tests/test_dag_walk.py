@@ -91,19 +91,81 @@ def test_judgement_questions_name_the_options_in_declared_order():
     assert judgement_question(done) == "Which?\nOptions: A; B."
 
 
+def _two_branch_roots(first_score: int, second_score: int) -> list[TaskNode]:
+    roots = []
+    for name, score in (("claims", first_score), ("facts", second_score)):
+        judge_node = BinaryJudgementNode(
+            f"Are the {name} supported?",
+            children=[VerdictNode(True, score=score), VerdictNode(False, score=0)],
+        )
+        roots.append(TaskNode(f"List {name}.", name, [judge_node], evaluation_params=OUT))
+    return roots
+
+
 def test_several_scoring_leaves_take_the_lowest_whatever_the_declaration_order():
-    # the article's graph: the task node also points at the order node directly, so when
-    # headings are missing (score 0) the order node still runs and fires its own leaf
+    for roots in (_two_branch_roots(10, 3), _two_branch_roots(10, 3)[::-1]):
+        judge = FakeJudge(choices={"supported": [0.9, 0.1]}, texts={"List": "x"})
+        metric = DAGMetric("Two", DeepAcyclicGraph(roots), include_reason=False)
+        assert metric.measure(CASE, judge) == pytest.approx(0.3)
+        assert sorted(leaf["score"] for leaf in metric.trace.to_dict()["leaves"]) == [0.3, 1.0]
+        assert metric.trace.to_dict()["combine"] == "min"
+
+
+def test_a_node_behind_a_losing_verdict_waits_for_the_edge_that_never_comes():
+    # the article's graph: the task node also points at the order node directly; DeepEval
+    # counts that edge and the True verdict's, so when headings are missing the order node
+    # is never asked and the False leaf alone scores
     for extra_first in (False, True):
         dag = headings_dag(extra_task_edge=True)
         if extra_first:
             dag.root_nodes[0].children.reverse()
             dag = DeepAcyclicGraph(dag.root_nodes)
+        assert dag.indegree[dag.root_nodes[0].children[-1 if not extra_first else 0]] == 2
+        judge = judge_for(present=(0.1, 0.9), order=(0.9, 0.05, 0.05))
         metric = DAGMetric("Headings", dag, include_reason=False)
-        metric.measure(CASE, judge_for(present=(0.1, 0.9), order=(0.9, 0.05, 0.05)))
-        assert metric.score == 0.0
-        assert sorted(leaf["score"] for leaf in metric.trace.to_dict()["leaves"]) == [0.0, 1.0]
-        assert metric.trace.to_dict()["combine"] == "min"
+        assert metric.measure(CASE, judge) == 0.0
+        assert judge.kinds() == ["generate", "choose"]
+        assert [leaf["score"] for leaf in metric.trace.to_dict()["leaves"]] == [0.0]
+        # with the headings present both edges arrive and the order node runs once
+        judge = judge_for(present=(0.9, 0.1), order=(0.9, 0.05, 0.05))
+        assert metric.measure(CASE, judge) == 1.0
+        assert judge.kinds() == ["generate", "choose", "choose"]
+
+
+def test_a_walk_that_reaches_no_scoring_verdict_has_no_score_and_says_why():
+    # `shared` hangs off verdicts of two judgements; the root's True wins, so `inner` never
+    # runs and its edge never arrives (DeepEval's gating): no verdict scores
+    shared = NonBinaryJudgementNode(
+        "Are the headings in order?",
+        children=[VerdictNode("Yes", score=10), VerdictNode("No", score=0)],
+        evaluation_params=OUT,
+    )
+    inner = BinaryJudgementNode(
+        "Is it long?", children=[VerdictNode(True, child=shared), VerdictNode(False, score=1)]
+    )
+    root = BinaryJudgementNode(
+        "Are all three headings present?",
+        children=[VerdictNode(True, child=shared), VerdictNode(False, child=inner)],
+        evaluation_params=OUT,
+    )
+    metric = DAGMetric("Gated", DeepAcyclicGraph([root]), include_reason=False)
+    assert metric.measure(CASE, judge_for(present=(0.9, 0.1))) == 0.0
+    assert metric.score is None and metric.success is False
+    assert "reached no scoring verdict" in metric.error
+    assert metric.trace.to_dict()["leaves"] == []
+
+
+def test_root_verdicts_and_verdicts_under_verdicts_pass_the_walk_on():
+    leaf = VerdictNode(False, score=6)
+    judge_node = BinaryJudgementNode(
+        "Are all three headings present?",
+        children=[VerdictNode(True, child=leaf), VerdictNode(False, score=0)],
+        evaluation_params=OUT,
+    )
+    dag = DeepAcyclicGraph([VerdictNode(True, child=judge_node)])
+    metric = DAGMetric("Pass-through", dag, include_reason=False)
+    assert metric.measure(CASE, judge_for(present=(0.9, 0.1))) == pytest.approx(0.6)
+    assert metric._verbose_steps[-1] == "- verdict False: score 0.60"
 
 
 def test_join_runs_once_after_all_live_parents_and_sees_both_outputs():

@@ -624,7 +624,7 @@ def test_a_window_in_a_single_turn_upload_is_refused():
 
 def test_the_example_conversational_dag_cannot_export_its_code_nodes():
     metric = load_metric(ROOT / "examples" / "conversations" / "support_dag.toml")
-    with pytest.raises(MetricDefinitionError, match="node 'promised' is a 'code' node"):
+    with pytest.raises(MetricDefinitionError, match="node 'asked_first' is a 'code' node"):
         to_deepeval(metric.to_dict())
 
 

@@ -6,10 +6,12 @@ bottom-up warning, `compare`, `MLLMImage`, `EvaluationDataset` and `Golden`."""
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import re
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -369,3 +371,22 @@ def test_dataset_reads_our_case_files_and_refuses_the_hosted_service(tmp_path):
         dataset.pull(alias="prod")
     with pytest.raises(UnsupportedFeature, match="offline"):
         EvaluationDataset(confident_api_key="key")
+
+
+PORTS = Path(__file__).parent.parent / "examples" / "porting"
+
+
+def _without_imports(path: Path) -> str:
+    tree = ast.parse(path.read_text())
+    tree.body = [n for n in tree.body if not isinstance(n, ast.Import | ast.ImportFrom)]
+    return ast.dump(tree)
+
+
+@pytest.mark.parametrize("name", ["geval_custom_template", "dag", "conversational_geval"])
+def test_the_documented_examples_port_by_their_imports_alone(name):
+    """examples/porting/NAME.py is examples/porting/deepeval/NAME.py with only its imports
+    changed (the real-model test runs the ports)."""
+    original, port = PORTS / "deepeval" / f"{name}.py", PORTS / f"{name}.py"
+    assert _without_imports(port) == _without_imports(original)
+    assert "deepeval" not in port.read_text().split('"""', 2)[2]
+    assert "from deepeval" in original.read_text()

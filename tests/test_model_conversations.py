@@ -39,9 +39,9 @@ def test_conversations_are_read_once_per_case_and_the_code_decides_the_rule(judg
         return {step["node"]: step["verdict"] for step in path}
 
     assert verdicts("asked-then-refunded")["asked_first"] == "Yes"
-    assert verdicts("refunded-without-asking") == {"promised": "Yes", "asked_first": "No"}
+    assert verdicts("refunded-without-asking") == {"asked_first": "No"}
     assert results[("refunded-without-asking", "Refund policy")].score == 0.0
-    assert verdicts("rude-no-refund")["promised"] == "No"
+    assert verdicts("rude-no-refund")["asked_first"] == "Yes"  # no promise: the rule holds
     walks = results[("rude-no-refund", "Refund policy")].trace.to_dict()["walks"]
     assert any("acknowledged=Yes" in w["verdicts"] for w in walks)  # the window was read
     for case_id in CASE_IDS:

@@ -34,6 +34,7 @@ from anvil_local.metrics.geval.definition import (
     distinct_params,
 )
 from anvil_local.metrics.geval.prompts import STEP_LINE, STEPS_HEADING
+from anvil_local.metrics.geval.shared import set_definition
 from anvil_local.metrics.geval.steps import ask_for_steps, steps_key
 from anvil_local.metrics.geval.template import ArenaGEvalTemplate
 from anvil_local.metrics.keywords import refuse
@@ -95,15 +96,9 @@ class ArenaGEval(BaseMetric):
                 "differ in (actual_output, context, retrieval_context, tools_called or "
                 "expected_tools), not only the input and expected output they share"
             )
-        self.criteria = criteria
-        self.evaluation_steps = list(evaluation_steps) if evaluation_steps is not None else None
+        set_definition(self, locals(), template_base=ArenaGEvalTemplate)
+        self.threshold = 0.0  # an arena picks a winner; there is no score to pass
         self.debias = bool(debias)
-        self.include_reason = bool(include_reason)
-        self.threshold = 0.0
-        self.model = model
-        self.verbose_mode = bool(verbose_mode)
-        self.evaluation_template = ArenaGEvalTemplate
-        self.async_mode, self._include_g_eval_suffix = async_mode, _include_g_eval_suffix
 
     def own_params(self) -> list[SingleTurnParams]:
         """The fields each contestant shows under its letter."""

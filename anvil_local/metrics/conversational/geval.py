@@ -116,26 +116,7 @@ class ConversationalGEval(BaseMetric):
         self.evaluation_params = conversational_params(evaluation_params)
         check_definition(self.evaluation_params, criteria, evaluation_steps, optional_params=True)
         self.name = name
-        set_definition(
-            self,
-            criteria=criteria,
-            evaluation_steps=evaluation_steps,
-            rubric=rubric,
-            threshold=threshold,
-            strict_mode=strict_mode,
-            include_reason=include_reason,
-            model=model,
-            verbose_mode=verbose_mode,
-            evaluation_template=evaluation_template,
-            template_base=ConversationalGEvalTemplate,
-            no_effect={
-                "top_logprobs": top_logprobs,
-                "async_mode": async_mode,
-                "flaky": flaky,
-                "_include_g_eval_suffix": _include_g_eval_suffix,
-                "_audio_model": _audio_model,
-            },
-        )
+        set_definition(self, locals(), template_base=ConversationalGEvalTemplate)
         self.examples = None  # what a G-Eval definition block reads; none here
 
     def to_dict(self) -> dict[str, Any]:

@@ -47,6 +47,11 @@ class ConversationalNode:
     def _window_spec(self) -> dict[str, Any]:
         return {"turn_window": list(self.turn_window)} if self.turn_window is not None else {}
 
+    @classmethod
+    def spec_kwargs(cls, spec: dict[str, Any], label: str) -> dict[str, Any]:
+        kwargs = super().spec_kwargs(spec, label)  # type: ignore[misc]
+        return {**kwargs, "turn_window": spec.get("turn_window")}
+
 
 @dataclass(eq=False)
 class ConversationalVerdictNode(VerdictNode):
@@ -88,18 +93,6 @@ class ConversationalTaskNode(ConversationalNode, TaskNode):
         spec.update(self._window_spec(), children=children)
         return spec
 
-    @classmethod
-    def from_spec(cls, spec: dict[str, Any], label: str) -> ConversationalTaskNode:
-        return cls(
-            instructions=spec.get("instructions"),  # type: ignore[arg-type]
-            output_label=spec.get("output_label"),  # type: ignore[arg-type]
-            evaluation_params=spec.get("evaluation_params"),
-            label=label,
-            max_tokens=spec.get("max_tokens"),
-            stop=spec.get("stop"),
-            turn_window=spec.get("turn_window"),
-        )
-
 
 class _ConversationalJudgement(ConversationalNode):
     """The judgement nodes' part: a window, conversational verdicts, no few-shot examples or
@@ -112,28 +105,20 @@ class _ConversationalJudgement(ConversationalNode):
     negation: str | None
     rotate_options: bool
 
-    def _check(self) -> None:
+    def __post_init__(self) -> None:
         self.turn_window = check_turn_window(self.turn_window)
         if self.examples or self.contextual_calibration or self.negation or self.rotate_options:
             raise MetricDefinitionError(
                 f"{type(self).__name__}: examples, contextual_calibration, negation and "
                 "rotate_options are for single-turn nodes"
             )
+        super().__post_init__()  # type: ignore[misc]
 
     def to_spec(self, name_of: Any) -> dict[str, Any]:
         spec = super().to_spec(name_of)  # type: ignore[misc]
         verdicts = spec.pop("verdicts")
         spec.update(self._window_spec(), verdicts=verdicts)
         return spec
-
-    @classmethod
-    def from_spec(cls, spec: dict[str, Any], label: str) -> Any:
-        return cls(  # type: ignore[call-arg]
-            criteria=spec.get("criteria"),
-            evaluation_params=spec.get("evaluation_params"),
-            label=label,
-            turn_window=spec.get("turn_window"),
-        )
 
 
 @register_node("binary", _JUDGEMENT_FIELDS, conversational=True)
@@ -144,10 +129,6 @@ class ConversationalBinaryJudgementNode(_ConversationalJudgement, BinaryJudgemen
     id_prefix: ClassVar[str] = "binary"
     turn_window: tuple[int, int] | None = None
 
-    def __post_init__(self) -> None:
-        self._check()
-        super().__post_init__()
-
 
 @register_node("non_binary", _JUDGEMENT_FIELDS, conversational=True)
 @dataclass(eq=False)
@@ -156,7 +137,3 @@ class ConversationalNonBinaryJudgementNode(_ConversationalJudgement, NonBinaryJu
 
     id_prefix: ClassVar[str] = "choice"
     turn_window: tuple[int, int] | None = None
-
-    def __post_init__(self) -> None:
-        self._check()
-        super().__post_init__()

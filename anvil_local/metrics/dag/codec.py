@@ -30,7 +30,7 @@ from typing import Any
 from anvil_local.errors import AnvilError, MetricDefinitionError
 from anvil_local.metrics.base import BaseMetric, definition_fields
 from anvil_local.metrics.dag.graph import DeepAcyclicGraph
-from anvil_local.metrics.dag.nodes import JudgementNode, TaskNode
+from anvil_local.metrics.dag.nodes import JudgementNode, TaskNode, VerdictNode
 from anvil_local.metrics.definitions import metric_from_dict
 from anvil_local.registry import CONVERSATIONAL_NODE_KINDS, METRIC_KINDS, NODE_KINDS, Registry
 
@@ -53,6 +53,7 @@ def _is_node(obj: Any) -> bool:
 def graph_to_spec(dag: DeepAcyclicGraph) -> dict[str, Any]:
     """Nodes by id in walk order; verdicts inline under their judgement node; metrics that
     hang off verdicts last, under ids made from their names."""
+    _check_writable(dag)
     nodes: dict[str, dict[str, Any]] = {}
     metric_ids: dict[int, str] = {}
     used = set(dag.ids.values())
@@ -80,6 +81,20 @@ def graph_to_spec(dag: DeepAcyclicGraph) -> dict[str, Any]:
     for metric in dag.metric_children():
         nodes[name_of(metric)] = metric.to_dict()
     return {"roots": [dag.node_id(r) for r in dag.root_nodes], "nodes": nodes}
+
+
+def _check_writable(dag: DeepAcyclicGraph) -> None:
+    """A metric file holds verdicts inline under their judgement node; the verdicts DeepEval
+    also allows elsewhere (a root, or a verdict's child) have no place in one."""
+    for node in dag.order:
+        if not isinstance(node, VerdictNode):
+            continue
+        if any(node is root for root in dag.root_nodes) or isinstance(node.child, VerdictNode):
+            raise MetricDefinitionError(
+                "a metric file holds verdicts only under judgement nodes; this graph has a "
+                "root verdict or a verdict under a verdict (keep it in Python, or save it as "
+                "DeepEval's document with dag.to_json())"
+            )
 
 
 def dag_metric_to_dict(metric: Any) -> dict[str, Any]:

@@ -101,7 +101,7 @@ def _schemas() -> dict[str, Any]:
 
 
 @functools.cache
-def _choice_schema(options: tuple[str, ...]) -> Any:
+def choice_schema(options: tuple[str, ...]) -> Any:
     """DeepEval's NonBinaryJudgementVerdict for these options: the verdict one of them."""
     from pydantic import create_model
 
@@ -164,7 +164,7 @@ class SchemaJudge:
         if binary:
             index = 0 if self._ask(prompt, _schemas()["binary"]).verdict else 1
         else:
-            index = options.index(self._ask(prompt, _choice_schema(options)).verdict)
+            index = options.index(self._ask(prompt, choice_schema(options)).verdict)
         probabilities = tuple(1.0 if i == index else 0.0 for i in range(len(options)))
         return ChoiceResult(options, probabilities, index, _ONE_CALL, time.perf_counter() - start)
 

@@ -21,6 +21,7 @@ from anvil_local.metrics.dag.nodes import (
     NonBinaryJudgementNode,
     TaskNode,
     VerdictNode,
+    is_node,
 )
 from anvil_local.registry import METRIC_KINDS
 
@@ -141,7 +142,7 @@ def _breadth_first(roots: list[Any]) -> list[Any]:
         ordered.append(node)
         if isinstance(node, TaskNode | JudgementNode):
             queue.extend(node.children)
-        elif isinstance(node.child, TaskNode | JudgementNode):
+        elif is_node(node.child):
             queue.append(node.child)
     return ordered
 
@@ -177,7 +178,7 @@ def _node_dict(node: Any, kind: NodeType, slots: dict[int, str]) -> dict[str, An
 
 
 def _child_dict(child: Any, slots: dict[int, str]) -> dict[str, Any]:
-    if isinstance(child, TaskNode | JudgementNode):
+    if is_node(child):
         return {"type": ChildType.NODE.value, "ref": slots[id(child)]}
     data = child.to_dict()
     if data.get("type") in ("geval", "conversational_geval"):

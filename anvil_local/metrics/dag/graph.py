@@ -7,6 +7,7 @@ order, children in declared order), so it never depends on hashing or on sync vs
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,8 +20,11 @@ from anvil_local.metrics.dag.nodes import (
     NonBinaryJudgementNode,
     TaskNode,
     VerdictNode,
+    is_node,
 )
 from anvil_local.testcase import LLMTestCase, ordered_params
+
+logger = logging.getLogger(__name__)
 
 _PREFIX = {
     TaskNode: "task",
@@ -34,7 +38,7 @@ def edges(node: Any) -> list[Any]:
     """The nodes directly below `node` (a metric child of a verdict is not a graph node)."""
     if isinstance(node, TaskNode | JudgementNode):
         return list(node.children)
-    if isinstance(node, VerdictNode) and isinstance(node.child, TaskNode | JudgementNode):
+    if isinstance(node, VerdictNode) and is_node(node.child):
         return [node.child]
     return []
 
@@ -55,9 +59,7 @@ class DeepAcyclicGraph:
             raise MetricDefinitionError("A DeepAcyclicGraph needs at least one root node.")
         self.multiturn = is_multiturn(roots[0])
         for root in roots:
-            if isinstance(root, VerdictNode):
-                raise MetricDefinitionError("A VerdictNode cannot be a root node.")
-            if not isinstance(root, TaskNode | JudgementNode):
+            if not is_node(root):
                 raise MetricTypeError(f"Root nodes must be DAG nodes, got {type(root).__name__}.")
         if len(roots) > 1 and any(isinstance(r, JudgementNode) for r in roots):
             raise MetricDefinitionError(
@@ -94,6 +96,13 @@ class DeepAcyclicGraph:
         def enter(node: Any) -> list[tuple[Any, Any]]:
             if isinstance(node, TaskNode | JudgementNode):
                 node.validate()
+            if isinstance(node, NonBinaryJudgementNode):
+                node._verdict_options = node.options()  # DeepEval's, read by ported code
+            if isinstance(node, TaskNode) and not node.children:
+                logger.warning(
+                    "TaskNode %r has no children: its output is produced but never judged",
+                    node.label or node.output_label,
+                )
             seen.add(id(node))
             order.append(node)
             on_path.add(id(node))
@@ -123,7 +132,7 @@ class DeepAcyclicGraph:
         case_type = ConversationalTestCase if self.multiturn else LLMTestCase
         for node in discovered:
             child = node.child if isinstance(node, VerdictNode) else None
-            if child is None or isinstance(child, TaskNode | JudgementNode):
+            if child is None or is_node(child):
                 continue
             if getattr(child, "case_type", LLMTestCase) is not case_type:
                 wanted = "conversational" if self.multiturn else "single-turn"
@@ -171,8 +180,8 @@ class DeepAcyclicGraph:
     def indegree(self) -> dict[Any, int]:
         """DeepEval's count of each node's incoming edges, by node: the verdicts of one
         judgement leading to the same node count once (only one of them fires), unless a
-        verdict is a root or hangs under two judgements. Our walk does not read it (a node
-        runs once any parent activates it, after all of them); ported code may."""
+        verdict is a root or hangs under two judgements. The walk runs a task or judgement
+        node only once that many of its incoming edges have arrived (DeepEval's gating)."""
         roots = {id(r) for r in self.root_nodes}
         counts: dict[Any, int] = {}
         for node in self.order:
@@ -230,7 +239,5 @@ class DeepAcyclicGraph:
         return [
             n.child
             for n in self.order
-            if isinstance(n, VerdictNode)
-            and n.child is not None
-            and not isinstance(n.child, TaskNode | JudgementNode)
+            if isinstance(n, VerdictNode) and n.child is not None and not is_node(n.child)
         ]

@@ -287,9 +287,21 @@ class DAGMetric(DeepEvalMeasure, BaseMetric):
         asker = self.asker(case, session)
         result = walk(self.dag, asker, soft=self.soft, floor=self.soft_floor)
         score = result.main.score
+        trace = self._trace(result)
+        if score is None:
+            return MetricResult(
+                metric=self.name,
+                score=None,
+                success=False,
+                threshold=self.threshold,
+                error="the walk reached no scoring verdict (a node waits for an edge from a "
+                "branch not taken, or a TaskNode has no children)",
+                trace=trace,
+                usage=result.usage,
+                seconds=time.perf_counter() - start,
+            )
         if self.strict_mode:
             score = 1.0 if score >= 1.0 else 0.0
-        trace = self._trace(result)
         reason_prompt = Prompt(asker.blocks, self._reason_question(result, score), case.label)
         return self.conclude(
             session, reason_prompt, include_reason, score, trace, result.usage, start
@@ -298,6 +310,18 @@ class DAGMetric(DeepEvalMeasure, BaseMetric):
     def asker(self, case: Any, session: JudgeSession) -> _JudgeAsker:
         """What answers the walk's nodes on `case`; its `blocks` open the reason prompt."""
         return _JudgeAsker(case, session, self.dag.evaluation_params(), self.decode_check)
+
+    @property
+    def _verbose_steps(self) -> list[str]:
+        """DeepEval's log of the last `measure`: one line per node the walk ran, then the
+        scoring verdicts (ported code reads it)."""
+        result = getattr(self, "result", None)
+        trace = getattr(result, "trace", None)
+        if not isinstance(trace, DagTrace):
+            return []
+        return [step.summary() for step in trace.path] + [
+            f"- verdict {leaf.verdict!r}: score {leaf.score:.2f}" for leaf in trace.leaves
+        ]
 
     def _trace(self, result: WalkResult) -> DagTrace:
         main = result.main

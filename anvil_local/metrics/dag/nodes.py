@@ -55,10 +55,48 @@ def _text(value: Any, what: str) -> str:
     return value
 
 
+class BaseNode:
+    """DeepEval's base of every node (`isinstance(x, BaseNode)` ports): what a task and a
+    judgement node share is how they take `children=` and `evaluation_params` and how a
+    metric file's spec becomes their keywords."""
+
+    children: list[Any]
+    evaluation_params: list[Any] | None
+    #: The top-down builder DeepEval's warning names for `children=` (None: no warning).
+    builder: ClassVar[str | None] = None
+
+    @staticmethod
+    def read_params(values: Sequence[Any] | None) -> list[Any] | None:
+        """`evaluation_params` as the node's param enum (a conversational node's differs)."""
+        return _params(values)
+
+    def _adopt(self) -> None:
+        """The children and params as given; `children=` (bottom-up) is validated at once,
+        with DeepEval's DeprecationWarning."""
+        self.children = list(self.children)
+        self.evaluation_params = self.read_params(self.evaluation_params)
+        if self.children:
+            _bottom_up(self)
+            self.validate()
+
+    def validate(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @classmethod
+    def spec_kwargs(cls, spec: dict[str, Any], label: str) -> dict[str, Any]:
+        """A metric file's node spec as constructor keywords (its children come in `link`)."""
+        return {"evaluation_params": spec.get("evaluation_params"), "label": label}
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], label: str) -> Any:
+        return cls(**cls.spec_kwargs(spec, label))
+
+
 @dataclass(eq=False)
-class VerdictNode:
+class VerdictNode(BaseNode):
     """A branch outcome: a `score` (0-10, the metric gives score/10) or a `child` (a node or
-    a metric such as GEval), never both."""
+    a metric such as GEval), never both. As in DeepEval, a verdict may lead to another
+    verdict or be a root: it then passes the walk on unconditionally."""
 
     verdict: str | bool
     score: float | None = None
@@ -79,12 +117,10 @@ class VerdictNode:
         if self.child is not None:
             from anvil_local.metrics.base import BaseMetric
 
-            if isinstance(self.child, VerdictNode):
-                raise MetricDefinitionError("A VerdictNode's child cannot be another VerdictNode.")
-            if not isinstance(self.child, JudgementNode | TaskNode | BaseMetric):
+            if not isinstance(self.child, JudgementNode | TaskNode | VerdictNode | BaseMetric):
                 raise MetricTypeError(
                     "A VerdictNode's child must be a node (TaskNode, BinaryJudgementNode, "
-                    "NonBinaryJudgementNode) or a metric such as GEval, "
+                    "NonBinaryJudgementNode, VerdictNode) or a metric such as GEval, "
                     f"got {type(self.child).__name__}."
                 )
         if not isinstance(self.verdict, str | bool):
@@ -104,7 +140,7 @@ class VerdictNode:
     },
 )
 @dataclass(eq=False)
-class TaskNode:
+class TaskNode(BaseNode):
     """Extracts text from the case (an LLM call); its output is shown, labelled with
     `output_label`, to every node below it on the walk. `max_tokens` bounds the output
     (default 160) and `stop` ends it at the first of these strings (e.g. a blank line), so a
@@ -134,16 +170,7 @@ class TaskNode:
             if isinstance(self.stop, str) or not all(isinstance(x, str) and x for x in self.stop):
                 raise MetricDefinitionError("A TaskNode's 'stop' must be a list of strings")
             self.stop = list(self.stop)
-        self.children = list(self.children)
-        self.evaluation_params = self.read_params(self.evaluation_params)
-        if self.children:
-            _bottom_up(self)
-            self.validate()
-
-    @staticmethod
-    def read_params(values: Sequence[Any] | None) -> list[Any] | None:
-        """`evaluation_params` as the node's param enum (a conversational node's differs)."""
-        return _params(values)
+        self._adopt()
 
     def add_node(self, child: Any) -> Any:
         self.children.append(child)
@@ -163,15 +190,14 @@ class TaskNode:
         }
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any], label: str) -> TaskNode:
-        return cls(
-            instructions=spec.get("instructions"),  # type: ignore[arg-type]
-            output_label=spec.get("output_label"),  # type: ignore[arg-type]
-            evaluation_params=spec.get("evaluation_params"),
-            label=label,
-            max_tokens=spec.get("max_tokens"),
-            stop=spec.get("stop"),
-        )
+    def spec_kwargs(cls, spec: dict[str, Any], label: str) -> dict[str, Any]:
+        return {
+            **super().spec_kwargs(spec, label),
+            "instructions": spec.get("instructions"),
+            "output_label": spec.get("output_label"),
+            "max_tokens": spec.get("max_tokens"),
+            "stop": spec.get("stop"),
+        }
 
     def link(self, spec: dict[str, Any], ref: Ref) -> None:
         children = spec.get("children")
@@ -193,15 +219,10 @@ class TaskNode:
                 )
             if not isinstance(child, TaskNode | JudgementNode):
                 raise MetricTypeError("A TaskNode's children must be BaseNode instances.")
-        if not self.children:
-            raise MetricDefinitionError(
-                f"TaskNode {self.label or self.output_label!r} has no children, so its output "
-                "is never judged."
-            )
 
 
 @dataclass(eq=False)
-class JudgementNode:
+class JudgementNode(BaseNode):
     """Shared by binary and non-binary judgement nodes: one question, verdict children."""
 
     step_type: ClassVar[str] = "choice"  # the `type` of its steps in a trace
@@ -230,16 +251,7 @@ class JudgementNode:
             self.negation = _text(self.negation, f"A {type(self).__name__}'s 'negation'")
         if not isinstance(self.rotate_options, bool):
             raise MetricDefinitionError("'rotate_options' must be true or false")
-        self.children = list(self.children)
-        self.evaluation_params = self.read_params(self.evaluation_params)
-        if self.children:
-            _bottom_up(self)
-            self.validate()
-
-    @staticmethod
-    def read_params(values: Sequence[Any] | None) -> list[Any] | None:
-        """`evaluation_params` as the node's param enum (a conversational node's differs)."""
-        return _params(values)
+        self._adopt()
 
     def add_verdict(self, verdict: Any, *, score: float | None = None, then: Any = None):
         node = self.verdict_type(verdict=verdict, score=score, child=then)
@@ -271,16 +283,15 @@ class JudgementNode:
         return spec
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any], label: str) -> JudgementNode:
-        return cls(
-            criteria=spec.get("criteria"),  # type: ignore[arg-type]
-            evaluation_params=spec.get("evaluation_params"),
-            label=label,
-            examples=spec.get("examples"),
-            contextual_calibration=spec.get("contextual_calibration", False),
-            negation=spec.get("negation"),
-            rotate_options=spec.get("rotate_options", False),
-        )
+    def spec_kwargs(cls, spec: dict[str, Any], label: str) -> dict[str, Any]:
+        return {
+            **super().spec_kwargs(spec, label),
+            "criteria": spec.get("criteria"),
+            "examples": spec.get("examples"),
+            "contextual_calibration": spec.get("contextual_calibration", False),
+            "negation": spec.get("negation"),
+            "rotate_options": spec.get("rotate_options", False),
+        }
 
     def check_examples(self, check: Any) -> None:
         """Examples as Example objects, each answer one of this node's verdicts."""
@@ -302,9 +313,6 @@ class JudgementNode:
                 self.verdict_type(verdict=item["verdict"], score=item.get("score"), child=child)
             )
         self.validate()
-
-    def validate(self) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
 
     def options(self) -> list[str]:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -394,8 +402,23 @@ class NonBinaryJudgementNode(JudgementNode):
     def options(self) -> list[str]:
         return [c.verdict for c in self.children]  # type: ignore[misc]
 
+    @property
+    def _verdict_schema(self) -> Any:
+        """DeepEval's pydantic schema of this node's verdicts, there once a graph holding the
+        node is built (DeepEval builds it then, so ported code may read it)."""
+        if "_verdict_options" not in self.__dict__:
+            raise AttributeError("_verdict_schema")
+        from anvil_local.metrics.dag.deepeval_model import choice_schema
+
+        return choice_schema(tuple(self.__dict__["_verdict_options"]))
+
     def verdict_for(self, option: str) -> VerdictNode:
         return next(c for c in self.children if c.verdict == option)
 
 
 Node = TaskNode | BinaryJudgementNode | NonBinaryJudgementNode | VerdictNode
+
+
+def is_node(obj: Any) -> bool:
+    """Whether `obj` is a graph node (a metric under a verdict is not)."""
+    return isinstance(obj, TaskNode | JudgementNode | VerdictNode)

@@ -135,7 +135,7 @@ class WalkSummary:
 
     verdicts: list[str]
     probability: float
-    score: float
+    score: float | None  # None: the walk reached no scoring verdict
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdicts": self.verdicts, "probability": self.probability, "score": self.score}
@@ -174,13 +174,18 @@ class DagTrace(Trace):
             lines += leaf.lines()
         if len(self.leaves) > 1:
             lines.append("  (several scoring verdicts fired: the lowest counts)")
+        if not self.leaves:
+            lines.append("  (no scoring verdict reached: no score)")
         if self.soft:
+            expected = "none" if self.expected_score is None else f"{self.expected_score:.3f}"
             lines.append(
-                f"  expected score {self.expected_score:.3f} over {len(self.walks)} walks "
+                f"  expected score {expected} over {len(self.walks)} walks "
                 f"(mass explored {self.explored_mass:.3f}):"
             )
             lines += [
-                f"   p={w.probability:.3f} score {w.score:.3f}: {', '.join(w.verdicts)}"
+                f"   p={w.probability:.3f} score "
+                f"{'none' if w.score is None else format(w.score, '.3f')}: "
+                f"{', '.join(w.verdicts)}"
                 for w in self.walks
             ]
         return lines

@@ -1,9 +1,13 @@
 """Walking a DAG (pure logic: the judge is behind the `Asker` protocol).
 
 Rules, fixed and documented:
-- Nodes run in the graph's walk order. A node runs when at least one parent activated it (a
-  TaskNode activates all its children; a judgement node only the verdict it chose; a verdict
-  its child). A node with several parents runs once, after all of them (join).
+- Nodes run in the graph's walk order. An edge arrives when its parent fires: a TaskNode
+  sends one to each child; a judgement node only to the verdict it chose; a verdict (a root
+  verdict always) to its child. A task or judgement node runs once, after all its parents,
+  when as many edges arrived as its `indegree` counts (DeepEval's gating: several verdicts of
+  one judgement into the node count as one edge, as only one of them fires); a node still
+  short of edges, say one waiting on a branch not taken, does not run. A walk that reaches no
+  scoring verdict has no score (an error on the result, never a silent 0).
 - A TaskNode's output is visible to every node below it on the walk, labelled with its
   output_label, in walk order.
 - When several scoring verdicts fire in one walk, the metric's score is the LOWEST of them:
@@ -21,7 +25,7 @@ from typing import Any, Protocol
 from anvil_local.errors import MetricDefinitionError
 from anvil_local.judge.results import Usage
 from anvil_local.metrics.dag.graph import DeepAcyclicGraph
-from anvil_local.metrics.dag.nodes import JudgementNode, TaskNode, VerdictNode
+from anvil_local.metrics.dag.nodes import JudgementNode, TaskNode, VerdictNode, is_node
 from anvil_local.metrics.dag.trace import ChoiceStep, Leaf, Step, TaskStep
 
 
@@ -67,8 +71,8 @@ class Walk:
     main: bool  # the walk that follows the most probable verdict everywhere
 
     @property
-    def score(self) -> float:
-        return min(leaf.score for leaf in self.leaves)
+    def score(self) -> float | None:
+        return min(leaf.score for leaf in self.leaves) if self.leaves else None
 
 
 @dataclass
@@ -82,14 +86,19 @@ class WalkResult:
         return sum(w.probability for w in self.walks)
 
     @property
-    def expected_score(self) -> float:
-        return sum(w.probability * w.score for w in self.walks) / self.explored_mass
+    def expected_score(self) -> float | None:
+        """None when an explored walk reached no scoring verdict (its score is undefined)."""
+        scores = [w.score for w in self.walks]
+        if any(score is None for score in scores):
+            return None
+        total = sum(w.probability * s for w, s in zip(self.walks, scores, strict=True))
+        return total / self.explored_mass
 
 
 #: Where a walk stands: the next position in the walk order, the nodes activated (with what
-#: they see), the leaves reached, the path's probability, the steps taken, whether it is
-#: the main walk.
-_Branch = tuple[int, dict[int, Visible], list[Leaf], float, list[Step], bool]
+#: they see), the edges arrived at each node, the leaves reached, the path's probability,
+#: the steps taken, whether it is the main walk.
+_Branch = tuple[int, dict[int, Visible], dict[int, int], list[Leaf], float, list[Step], bool]
 
 
 def _merge(a: Visible, b: Visible) -> Visible:
@@ -102,6 +111,7 @@ def walk(
 ) -> WalkResult:
     """Walk the graph; with `soft`, also the other branches above the probability floor."""
     order = dag.order
+    indegree = {id(node): count for node, count in dag.indegree.items()}
     answers: dict[tuple[int, Visible], Answer] = {}
     metric_results: dict[int, Any] = {}
     usage = Usage()
@@ -125,25 +135,32 @@ def walk(
     def explore(branch: _Branch) -> list[_Branch]:
         """Follow one branch down the walk order until it forks (the branches it forks
         into, first branch first) or ends (its walk recorded)."""
-        pos, live, leaves, prob, steps, main = branch
+        pos, live, arrived, leaves, prob, steps, main = branch
+
+        def send(child: Any, seen: Visible) -> None:
+            live[id(child)] = _merge(live.get(id(child), ()), seen)
+            arrived[id(child)] = arrived.get(id(child), 0) + 1
+
         for i in range(pos, len(order)):
             node = order[i]
             if id(node) not in live:
                 continue
             visible = live[id(node)]
             node_id = dag.node_id(node)
+            if not isinstance(node, VerdictNode) and arrived.get(id(node), 0) < indegree[id(node)]:
+                continue  # gated: an edge it waits for is on a branch not taken
             if isinstance(node, TaskNode):
                 answer = ask(node, visible)
                 out = TaskOutput(node.output_label, answer.output or "", i)
                 seen = _merge(visible, (out,))
                 for child in node.children:
-                    live[id(child)] = _merge(live.get(id(child), ()), seen)
+                    send(child, seen)
                 steps = [*steps, _task_step(node_id, node, answer)]
             elif isinstance(node, VerdictNode):
                 if node.score is not None:
                     leaves = [*leaves, Leaf(node_id, node.verdict, node.score / 10)]
-                elif isinstance(node.child, TaskNode | JudgementNode):
-                    live[id(node.child)] = _merge(live.get(id(node.child), ()), visible)
+                elif is_node(node.child):
+                    send(node.child, visible)
                 else:
                     result = run_metric(node.child)
                     if result.score is None:
@@ -159,12 +176,12 @@ def walk(
                 forks = []
                 for index in _branches(answer, prob, soft, floor, main):
                     option = answer.options[index]
-                    branch_live = dict(live)
-                    branch_live[id(node.verdict_for(option))] = visible
+                    chosen = id(node.verdict_for(option))
                     forks.append(
                         (
                             i + 1,
-                            branch_live,
+                            {**live, chosen: visible},
+                            {**arrived, chosen: arrived.get(chosen, 0) + 1},
                             leaves,
                             prob * answer.probabilities[index],
                             [*steps, _judge_step(node_id, node, answer, index)],
@@ -172,14 +189,13 @@ def walk(
                         )
                     )
                 return forks
-        if not leaves:
-            raise MetricDefinitionError("the walk reached no scoring verdict")
         walks.append(Walk(prob, steps, leaves, main))
         return []
 
     # depth first with an explicit stack (a chain of thousands of nodes is a valid graph):
     # a fork's first branch is walked to its end before the next, as the walks are listed
-    pending: list[_Branch] = [(0, {id(r): () for r in dag.root_nodes}, [], 1.0, [], True)]
+    start: _Branch = (0, {id(r): () for r in dag.root_nodes}, {}, [], 1.0, [], True)
+    pending: list[_Branch] = [start]
     while pending:
         pending += reversed(explore(pending.pop()))
     main_walk = next(w for w in walks if w.main)

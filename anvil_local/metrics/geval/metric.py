@@ -78,25 +78,7 @@ class GEval(BaseMetric):
         self.evaluation_params = (
             distinct_params(evaluation_params) if evaluation_params is not None else None
         )
-        set_definition(
-            self,
-            criteria=criteria,
-            evaluation_steps=evaluation_steps,
-            rubric=rubric,
-            threshold=threshold,
-            strict_mode=strict_mode,
-            include_reason=include_reason,
-            model=model,
-            verbose_mode=verbose_mode,
-            evaluation_template=evaluation_template,
-            template_base=GEvalTemplate,
-            no_effect={
-                "top_logprobs": top_logprobs,
-                "async_mode": async_mode,
-                "flaky": flaky,
-                "_include_g_eval_suffix": _include_g_eval_suffix,
-            },
-        )
+        set_definition(self, locals(), template_base=GEvalTemplate)
         self.examples = parse_examples(
             examples, self.scale.answer_key, self.scale.answer_check(), f"GEval {name!r}"
         )
