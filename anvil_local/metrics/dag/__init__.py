@@ -5,6 +5,7 @@ from anvil_local.metrics.dag.code import CodeChoiceNode, CodeNode, CodeTaskNode
 from anvil_local.metrics.dag.graph import DeepAcyclicGraph
 from anvil_local.metrics.dag.metric import DAGMetric
 from anvil_local.metrics.dag.nodes import (
+    BaseNode,
     BinaryJudgementNode,
     NonBinaryJudgementNode,
     TaskNode,
@@ -20,6 +21,7 @@ from anvil_local.metrics.dag.serialization import (
 )
 
 __all__ = [
+    "BaseNode",
     "BinaryJudgementNode",
     "ChildType",
     "CodeChoiceNode",
