@@ -383,3 +383,31 @@ def test_a_given_wheel_says_whether_it_is_portable(tmp_path: Path, caplog):
     broken.write_bytes(b"not a zip")
     with pytest.raises(KitError, match="not a wheel"):
         llama.given_wheel(broken, tmp_path / "d")
+
+
+def test_the_variants_load_into_the_ggml_copy_libllama_links(tmp_path: Path):
+    """A wheel holds copies of libggml.so, libggml.so.0 and libggml.so.0.x: libllama links
+    the soname copy, so the variants must register there (loading libggml.so instead gave
+    'no backends are loaded' on a real portable build)."""
+    for name in ["libggml.so", "libggml.so.0", "libggml.so.0.25.3", "libggml-cpu-x64.so"]:
+        (tmp_path / name).write_bytes(b"")
+    opened: list[str] = []
+
+    class Function:
+        argtypes = restype = None
+
+        def __call__(self, arg: bytes) -> None:
+            opened.append(arg.decode())
+
+    class Library:
+        ggml_backend_load_all_from_path = Function()
+
+    class FakeCtypes:
+        c_char_p = object()
+
+        def CDLL(self, path: str) -> Library:  # noqa: N802 - ctypes' name
+            opened.append(path)
+            return Library()
+
+    exec(llama._LOAD_BACKENDS, {"ctypes": FakeCtypes(), "_base_path": tmp_path})
+    assert opened == [str(tmp_path / "libggml.so.0"), str(tmp_path)]

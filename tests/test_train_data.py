@@ -174,6 +174,20 @@ def test_users_own_cases_are_a_source(tmp_path: Path):
         collect(BuildPlan(None, SOURCES[:1]))
 
 
+def test_users_own_cases_keep_their_text_as_a_run_reads_it(tmp_path: Path):
+    """Only the public datasets' tokenized text is cleaned: a user's case keeps its line
+    breaks (a headings question reads them) and its spacing."""
+    cases = tmp_path / "mine.jsonl"
+    text = "Intro\nThe team met .\n\nBody\nAna will ship ."
+    rows = [
+        {"input": "Meeting one.", "actual_output": text, "labels": {"ok": 1}},
+        {"input": "Meeting two.", "actual_output": "Body\nNone.", "labels": {"ok": 0}},
+    ]
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    kept = collect(BuildPlan(None, (), rules=False, cases=(cases,), label="labels.ok"))
+    assert text in {pair.claim for pair in kept}
+
+
 def test_cli_errors_are_one_line(tmp_path: Path):
     from click.testing import CliRunner
 

@@ -71,10 +71,14 @@ _LIB_LOADED = re.compile(r"^_lib = load_shared_library\(_lib_base_name, _base_pa
 _LOAD_BACKENDS = """
 # Added by anvil-local's portable build: load the CPU backend variant that suits this host
 # from this package's lib folder (llama.cpp alone looks beside the executable).
+# A wheel holds copies, not links: libllama links libggml by its soname (libggml.so.0), and
+# only that copy's registry counts.
 def _load_cpu_variants(path):
     if not list(path.glob("libggml-cpu-*.so")):
         return
-    ggml = ctypes.CDLL(str(path / "libggml.so"))
+    import re
+    sonames = [p for p in path.glob("libggml.so.*") if re.fullmatch(r"libggml\.so\.\d+", p.name)]
+    ggml = ctypes.CDLL(str(sonames[0] if sonames else path / "libggml.so"))
     ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
     ggml.ggml_backend_load_all_from_path.restype = None
     ggml.ggml_backend_load_all_from_path(str(path).encode())

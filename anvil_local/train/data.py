@@ -86,19 +86,23 @@ def collect(plan: BuildPlan) -> list[Pair]:
     seen: set[str] = set()
     by_source: dict[str, list[Pair]] = defaultdict(list)
     documents: dict[str, str] = {}  # document -> its first ref, for the rule-made pairs
-    readers: list[tuple[str, Iterable[Pair]]] = []
+    #: (name, pairs, whether its text is the public datasets' tokenized text to clean): a
+    #: user's own cases are rendered as they are, line breaks included, as a run reads them
+    readers: list[tuple[str, Iterable[Pair], bool]] = []
     for source in plan.sources:
         if plan.sources_dir is None:
             raise DataError(f"{source.name}: no --sources folder to read it from")
         source.check(plan.sources_dir)
-        readers.append((source.name, source.pairs(plan.sources_dir)))
-    readers += [(path.stem, case_pairs(path, plan.label)) for path in plan.cases]
-    for name, pairs in readers:
+        readers.append((source.name, source.pairs(plan.sources_dir), True))
+    readers += [(path.stem, case_pairs(path, plan.label), False) for path in plan.cases]
+    for name, pairs, public in readers:
         counts = plan.counts.setdefault(name, SourceCounts())
         verdicts: dict[str, bool] = {}
         for raw in pairs:
             counts.read += 1
-            pair = Pair(clean(raw.document), clean(raw.claim), raw.supported, raw.source, raw.ref)
+            if public:
+                raw = Pair(clean(raw.document), clean(raw.claim), raw.supported, raw.source, raw.ref)
+            pair = raw
             if len(pair.document.split()) > plan.max_words:
                 counts.too_long += 1
                 continue
