@@ -32,7 +32,7 @@ from anvil_local.run.dataset import read_cases
 from anvil_local.spec import load_metric
 
 sys.path.insert(0, str(ROOT / "benchmarks" / "training"))
-from headings_data import cases as made_cases  # noqa: E402
+from headings_data import cases as made_cases
 
 QUESTIONS = ROOT / "benchmarks" / "training" / "headings"
 DAG = ROOT / "examples" / "small_judge" / "headings_trained.toml"
@@ -83,13 +83,14 @@ def main() -> None:
             n = len(rows)
             for name in judges:
                 pr = probs[name]
-                au = estimate(lambda i, pr=pr: auroc(pr[i], label[i]), _groups(n), n)
-                acc = estimate(lambda i, pr=pr: float(np.mean((pr[i] > 0.5) == label[i])),
+                au = estimate(lambda i, pr=pr, y=label: auroc(pr[i], y[i]), _groups(n), n)
+                acc = estimate(lambda i, pr=pr, y=label: float(np.mean((pr[i] > 0.5) == y[i])),
                                _groups(n), n)  # fmt: skip
-                table.append([question, name, n, au.value, au.low, au.high, acc.value])
+                cells = [au.value, au.low, au.high, acc.value]
+                table.append([question, name, n, *(round(float(v), 3) for v in cells)])
             diff = paired_difference(
-                lambda i: auroc(probs[BASE][i], label[i]),
-                lambda i: auroc(probs[args.adapter][i], label[i]),
+                lambda i, p=probs, y=label: auroc(p[BASE][i], y[i]),
+                lambda i, p=probs, y=label: auroc(p[args.adapter][i], y[i]),
                 docs,
                 n,
             )

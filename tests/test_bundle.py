@@ -11,6 +11,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -396,18 +397,23 @@ def test_the_variants_load_into_the_ggml_copy_libllama_links(tmp_path: Path):
     class Function:
         argtypes = restype = None
 
-        def __call__(self, arg: bytes) -> None:
-            opened.append(arg.decode())
+        def __call__(self, *args: Any) -> None:
+            opened.append(args[0].decode() if isinstance(args[0], bytes) else "log")
 
     class Library:
         ggml_backend_load_all_from_path = Function()
+        ggml_log_set = Function()
 
     class FakeCtypes:
-        c_char_p = object()
+        c_char_p = c_int = c_void_p = object()
 
-        def CDLL(self, path: str) -> Library:  # noqa: N802 - ctypes' name
+        def CDLL(self, path: str) -> Library:
             opened.append(path)
             return Library()
 
+        def CFUNCTYPE(self, *types: Any) -> Any:
+            return lambda *fn: "callback"
+
     exec(llama._LOAD_BACKENDS, {"ctypes": FakeCtypes(), "_base_path": tmp_path})
-    assert opened == [str(tmp_path / "libggml.so.0"), str(tmp_path)]
+    # quiet while the variants load, the default logger after
+    assert opened == [str(tmp_path / "libggml.so.0"), "log", str(tmp_path), "log"]

@@ -215,3 +215,26 @@ def test_the_adapter_resolves_to_its_base_file_under_its_own_identity(real_data_
     assert model_file("smollm2-135m-faithful")[1].resolve() == Path(base.path).resolve()
     with pytest.raises(ModelError, match="is an adapter over smollm2-135m-instruct"):
         convert("smollm2-135m-faithful", "Q8_0")
+
+
+def test_the_headings_adapter_walks_the_readme_summaries_to_their_leaves(real_data_dir: Path):
+    """The shipped headings adapter (benchmarks/headings_skill.py) on the README's four
+    meeting summaries: the two-question DAG reaches the code DAG's leaves (the out-of-order
+    leaf is 0.3 here, 0.2 there), where the untrained judge on the same file does not."""
+    from anvil_local import evaluate, load_metric
+    from anvil_local.run.dataset import read_cases
+
+    rows = read_cases(ROOT / "examples" / "meeting_summaries.jsonl")
+    metric = load_metric(ROOT / "examples" / "small_judge" / "headings_trained.toml")
+    assert metric.model == "smollm2-135m-headings"
+    scores = {}
+    for model in ("smollm2-135m-headings", "smollm2-135m-instruct"):
+        outcome = evaluate(rows, [metric], model=model, use_cache=False)
+        scores[model] = {line.case_id: line.result.score for line in outcome.lines}
+    assert scores["smollm2-135m-headings"] == {
+        "ordered": 1.0,
+        "missing-conclusion": 0.0,
+        "swapped": 0.3,
+        "no-headings": 0.0,
+    }
+    assert scores["smollm2-135m-instruct"] != scores["smollm2-135m-headings"]

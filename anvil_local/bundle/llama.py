@@ -68,7 +68,7 @@ def drop_amx_variants(cmake: str) -> str:
 
 _LIB_LOADED = re.compile(r"^_lib = load_shared_library\(_lib_base_name, _base_path\)\n", re.M)
 
-_LOAD_BACKENDS = """
+_LOAD_BACKENDS = r"""
 # Added by anvil-local's portable build: load the CPU backend variant that suits this host
 # from this package's lib folder (llama.cpp alone looks beside the executable).
 # A wheel holds copies, not links: libllama links libggml by its soname (libggml.so.0), and
@@ -81,7 +81,14 @@ def _load_cpu_variants(path):
     ggml = ctypes.CDLL(str(sonames[0] if sonames else path / "libggml.so"))
     ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
     ggml.ggml_backend_load_all_from_path.restype = None
+    # quiet while loading (llama.cpp says "loaded CPU backend" on stderr), then as before
+    logger = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+    quiet = logger(lambda level, text, data: None)
+    ggml.ggml_log_set.argtypes = [logger, ctypes.c_void_p]
+    ggml.ggml_log_set.restype = None
+    ggml.ggml_log_set(quiet, None)
     ggml.ggml_backend_load_all_from_path(str(path).encode())
+    ggml.ggml_log_set(logger(), None)
 
 
 _load_cpu_variants(_base_path)

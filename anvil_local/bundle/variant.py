@@ -14,10 +14,12 @@ from pathlib import Path
 
 _PREFIX = "libggml-cpu-"
 
-_CHILD = """
+_CHILD = r"""
 import ctypes, pathlib, re, sys
 lib = sys.argv[1]
-sonames = [p for p in pathlib.Path(lib).glob("libggml.so.*") if re.fullmatch(r"libggml\.so\.\d+", p.name)]
+sonames = [
+    p for p in pathlib.Path(lib).glob("libggml.so.*") if re.fullmatch(r"libggml\.so\.\d+", p.name)
+]
 ggml = ctypes.CDLL(str(sonames[0]) if sonames else lib + "/libggml.so")
 ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
 ggml.ggml_backend_load_all_from_path(lib.encode())

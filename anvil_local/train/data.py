@@ -17,7 +17,7 @@ import random
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,9 +100,9 @@ def collect(plan: BuildPlan) -> list[Pair]:
         verdicts: dict[str, bool] = {}
         for raw in pairs:
             counts.read += 1
-            if public:
-                raw = Pair(clean(raw.document), clean(raw.claim), raw.supported, raw.source, raw.ref)
             pair = raw
+            if public:
+                pair = replace(raw, document=clean(raw.document), claim=clean(raw.claim))
             if len(pair.document.split()) > plan.max_words:
                 counts.too_long += 1
                 continue

@@ -27,7 +27,12 @@ def data_summary(data_file: Path) -> list[dict[str, Any]]:
             counts[(row["source"], row["split"])] += 1
             about.setdefault(
                 row["source"],
-                {"repo": row["repo"], "commit": row["commit"], "licence": row["licence"]},
+                {
+                    "repo": row["repo"],
+                    "commit": row["commit"],
+                    "licence": row["licence"],
+                    "metric": row.get("metric") or "examples/small_judge/faithfulness.toml",
+                },
             )
     return [
         {
@@ -125,7 +130,14 @@ def _card(
         for s in summary
     ]
     about = [f"- {n}: {known[n].about}" for n in (s["source"] for s in summary) if n in known]
-    excluded = [f"- {what}: {why}" for what, why in EXCLUDED.items()]
+    public = any(s["source"] in known or s["source"] == "rules" for s in summary)
+    excluded = ["Left out:", "", *(f"- {w}: {why}" for w, why in EXCLUDED.items()), ""]
+    rules = [
+        "- rules: a sentence of a kept document as a supported claim, the same sentence "
+        "with a number, date, name or pronoun changed or a negation flipped as an "
+        "unsupported one (FactCC's recipe)"
+    ]
+    metrics = list(dict.fromkeys(s.get("metric", "") for s in summary if s.get("metric")))
     validation = (
         f"validation loss {last['val_loss']:.4f}, accuracy {last['val_accuracy']:.3f} at step "
         f"{last['step']} ({config.val_rows} held-out rows)"
@@ -147,7 +159,8 @@ def _card(
             f"{config.lr} after {config.warmup} warm-up steps, seed {config.seed}; "
             f"{validation}",
             "- Loss: the right option's probability among the metric's options (the verdict "
-            "tokens `examples/small_judge/faithfulness.toml` reads)",
+            f"tokens {' and '.join(f'`{m}`' for m in metrics)} read"
+            + ("s)" if len(metrics) == 1 else ")"),
             "",
             "## Data",
             "",
@@ -156,16 +169,11 @@ def _card(
             *rows,
             "",
             *about,
-            "- rules: a sentence of a kept document as a supported claim, the same sentence "
-            "with a number, date, name or pronoun changed or a negation flipped as an "
-            "unsupported one (FactCC's recipe)",
+            *(rules if any(s["source"] == "rules" for s in summary) else []),
             "",
             "Pairs whose document shares 3 or more hashed word 8-grams with a document of the "
             "evaluation sets (SummEval, QAGS-XSum, SummEdits, both halves) were dropped.",
             "",
-            "Left out:",
-            "",
-            *excluded,
-            "",
+            *(excluded if public else []),
         ]
     )
