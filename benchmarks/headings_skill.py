@@ -19,7 +19,9 @@ Figures: benchmarks/results/headings_skill.json.
 
 from __future__ import annotations
 
+import json
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -50,15 +52,11 @@ def p_yes(rows: list, metric_file: Path, judge) -> np.ndarray:
 
 def rows_of(made: list[dict], tmp: Path, name: str) -> list:
     path = tmp / f"{name}.jsonl"
-    import json
-
     path.write_text("".join(json.dumps(c) + "\n" for c in made))
     return read_cases(path)
 
 
 def main() -> None:
-    import tempfile
-
     from harness import parser
 
     p = parser(__doc__.split("\n\n")[0], data=False, model=False, out=False)

@@ -6,6 +6,7 @@ order, children in declared order), so it never depends on hashing or on sync vs
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Sequence
@@ -176,12 +177,13 @@ class DeepAcyclicGraph:
             ids[id(node)] = name
         return ids
 
-    @property
+    @functools.cached_property
     def indegree(self) -> dict[Any, int]:
         """DeepEval's count of each node's incoming edges, by node: the verdicts of one
         judgement leading to the same node count once (only one of them fires), unless a
         verdict is a root or hangs under two judgements. The walk runs a task or judgement
-        node only once that many of its incoming edges have arrived (DeepEval's gating)."""
+        node only once that many of its incoming edges have arrived (DeepEval's gating). Counted
+        once per graph: the walk order and the parents it reads are fixed when it is built."""
         roots = {id(r) for r in self.root_nodes}
         counts: dict[Any, int] = {}
         for node in self.order:
