@@ -159,6 +159,7 @@ METRIC_KINDS: Registry[type] = Registry(
         "anvil_local.metrics.code",
         "anvil_local.metrics.likelihood",
         "anvil_local.metrics.features",
+        "anvil_local.metrics.chunked",
         "anvil_local.metrics.hidden_state",
         "anvil_local.metrics.conversational",
         "anvil_local.metrics.arena",

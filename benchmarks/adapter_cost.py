@@ -3,7 +3,7 @@ cases with the untrained judge and with `smollm2-135m-faithful` (the same Q4_1 f
 the LoRA adapter over it), in alternating rounds (who goes first swaps each round), so a
 noisy neighbour slows both alike. No cache; each round on a fresh cache directory.
 
-    python benchmarks/adapter_cost.py [--cases 12] [--rounds 4]
+    python benchmarks/adapter_cost.py [--adapter smollm2-135m-faithful] [--cases 12] [--rounds 4]
 
 The ratio is taken within each round, then its median over rounds. Figures:
 benchmarks/results/adapter_cost.json.
@@ -30,17 +30,19 @@ def main() -> None:
     p = parser(__doc__.split("\n\n")[0], data=False, model=False, out=False)
     p.add_argument("--cases", type=int, default=12)
     p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--adapter", default=TRAINED, help="the adapter model (catalogue name)")
     add_out(p)
     args = p.parse_args()
     rows = read_cases(DATA_DIR / "qags_xsum.jsonl")[: args.cases]
     metric = load_metric(QUESTION)
-    models = {name: resolve_model(name) for name in (BASE, TRAINED)}
+    trained = args.adapter
+    models = {name: resolve_model(name) for name in (BASE, trained)}
     judges = {name: get_judge(m) for name, m in models.items()}  # loaded before timing
-    seconds: dict[str, list[float]] = {BASE: [], TRAINED: []}
+    seconds: dict[str, list[float]] = {BASE: [], trained: []}
     tokens: dict[str, float] = {}
     ratios = []
     for round_ in range(args.rounds):
-        order = (BASE, TRAINED) if round_ % 2 == 0 else (TRAINED, BASE)
+        order = (BASE, trained) if round_ % 2 == 0 else (trained, BASE)
         for name in order:
             with fresh_cache(), Timer() as t:
                 outcome = evaluate(
@@ -48,11 +50,11 @@ def main() -> None:
                 )
             seconds[name].append(t.seconds / len(rows))
             tokens[name] = sum(x.result.usage.evaluated_tokens for x in outcome.lines) / len(rows)
-        ratios.append(seconds[TRAINED][-1] / seconds[BASE][-1])
+        ratios.append(seconds[trained][-1] / seconds[BASE][-1])
         print(f"round {round_ + 1}: adapter / base {ratios[-1]:.3f}", flush=True)
     out_rows = [
         [name, round(statistics.median(seconds[name]), 3), round(tokens[name], 1)]
-        for name in (BASE, TRAINED)
+        for name in (BASE, trained)
     ]
     out_rows.append(
         ["adapter / base, median of the rounds' ratios", statistics.median(ratios), None]
@@ -64,6 +66,7 @@ def main() -> None:
         f"{args.rounds} alternating rounds)",
         ["judge", "s/case (median)", "tokens evaluated/case"],
         out_rows,
+        variant=None if trained == TRAINED else trained,
         formats={"s/case (median)": ".3f"},
         notes=[f"per-round ratios: {', '.join(f'{r:.3f}' for r in ratios)}"],
         models=list(models.values()),

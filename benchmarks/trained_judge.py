@@ -50,10 +50,12 @@ BASE, TRAINED = "smollm2-135m-instruct", "smollm2-135m-faithful"
 FOLDS = 5
 
 
-def scores(metric: Any, rows: list, model: Any) -> tuple[np.ndarray, dict[str, float]]:
+def scores(
+    metric: Any, rows: list, model: Any, use_cache: bool = True
+) -> tuple[np.ndarray, dict[str, float]]:
     """Each case's P(Yes) (the soft DAG's expected score; its verdict score is 0 or 1), and
-    tokens evaluated and seconds per case."""
-    outcome = evaluate(rows, [metric], model=model, include_reason=False)
+    tokens evaluated and seconds per case (as judged: a cached run costs nothing)."""
+    outcome = evaluate(rows, [metric], model=model, include_reason=False, use_cache=use_cache)
     by_case = {line.case_id: line.result for line in outcome.lines}
     results = [by_case[r.case_id] for r in rows]
     n = max(1, len(results))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import shlex
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -166,6 +167,18 @@ def _example_metrics() -> dict[str, dict]:
     return found
 
 
+def _member_files(data: dict) -> list[Path]:
+    """The example files a snippet's metric names as its members (a chunked metric's
+    `metric`, a features metric's file members), found among the examples."""
+    named = [data.get("metric"), *list(data.get("features") or [])]
+    found = []
+    for name in (n for n in named if isinstance(n, str)):
+        matches = sorted((ROOT / "examples").rglob(name))
+        assert matches, f"a snippet names {name}, which no example file is"
+        found.append(matches[0])
+    return found
+
+
 @pytest.mark.parametrize("doc", DOCS, ids=_doc_id)
 def test_metric_snippets_load_and_match_the_examples_they_show(doc: Path, tmp_path: Path):
     from anvil_local.spec import load_metrics
@@ -179,6 +192,8 @@ def test_metric_snippets_load_and_match_the_examples_they_show(doc: Path, tmp_pa
             continue  # a fragment (a table of a metric file), not a whole file
         path = tmp_path / f"snippet{number}.toml"
         path.write_text(body, encoding="utf-8")
+        for member in _member_files(data):  # files a snippet names, as beside its example
+            shutil.copy(member, tmp_path / member.name)
         assert load_metrics(path), f"{_doc_id(doc)}: snippet {number} holds no metric"
         shown = examples.get(data.get("name"))
         if shown is not None:  # a snippet with an example's name shows that example file

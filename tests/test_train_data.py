@@ -220,3 +220,23 @@ def test_cli_errors_are_one_line(tmp_path: Path):
     )
     assert result.exit_code == 2 and "no checkpoint (state.json)" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_adapter_targets_are_named_projections_in_block_order(tmp_path: Path):
+    from click.testing import CliRunner
+
+    from anvil_local.cli import main
+    from anvil_local.train.lora import TARGETS, parse_targets
+
+    assert parse_targets("all") == TARGETS
+    assert parse_targets("down_proj, q_proj,v_proj") == ("q_proj", "v_proj", "down_proj")
+    for bad in ("q_proj,lm_head", ",", ""):
+        with pytest.raises(DataError, match="choose from q_proj"):
+            parse_targets(bad)
+    data = tmp_path / "t.jsonl"
+    data.write_text("")
+    result = CliRunner().invoke(
+        main, ["train", "lora", "--data", str(data), "--out", str(tmp_path / "r"), "--targets", "x"]
+    )
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert "--targets 'x': choose from" in result.output

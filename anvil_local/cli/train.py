@@ -156,6 +156,13 @@ def data_command(
 @click.option("--rank", type=click.IntRange(1), default=8, show_default=True, help="LoRA rank.")
 @click.option("--alpha", type=click.IntRange(1), default=16, show_default=True, help="LoRA alpha.")
 @click.option(
+    "--targets",
+    default="all",
+    show_default=True,
+    help="The projections that carry the adapter, comma-separated (q_proj,k_proj,v_proj,o_proj,"
+    "gate_proj,up_proj,down_proj), or all. Each one costs llama.cpp time a token at inference.",
+)
+@click.option(
     "--lr",
     type=click.FloatRange(0, min_open=True),
     default=2e-4,
@@ -211,6 +218,7 @@ def lora_command(
     resume: bool,
     rank: int,
     alpha: int,
+    targets: str,
     lr: float,
     accumulate: int,
     max_steps: int | None,
@@ -225,8 +233,9 @@ def lora_command(
     """Train a LoRA adapter for the judge on the CPU, from its own GGUF weights. Resumable:
     a checkpoint every N steps (and on Ctrl-C or --max-minutes), one loss line a step."""
     from anvil_local.models import resolve_model
-    from anvil_local.train.lora import TrainConfig, Trainer, require_torch
+    from anvil_local.train.lora import TrainConfig, Trainer, parse_targets, require_torch
 
+    chosen = parse_targets(targets)
     torch = require_torch()
     if threads:
         torch.set_num_threads(threads)
@@ -234,6 +243,7 @@ def lora_command(
     config = TrainConfig(
         rank=rank,
         alpha=alpha,
+        targets=chosen,
         lr=lr,
         accumulate=accumulate,
         seed=seed,

@@ -1,6 +1,7 @@
 """Metric files: one metric per TOML or JSON file; DeepEval DAG JSON is recognised too. A
 G-Eval panel file (`type = "geval_panel"`) names several G-Eval files judged as one panel; a
-features metric (`type = "features"`) may name its members' files (relative to its own)."""
+features metric (`type = "features"`) and a chunked metric (`type = "chunked"`) may name their
+members' files (relative to their own)."""
 
 from __future__ import annotations
 
@@ -45,13 +46,15 @@ def read_metric_dict(path: Path) -> dict[str, Any]:
             raise MetricFileError(f"{path}: {exc}") from exc
     if data.get("type") == FEATURES_KIND and isinstance(data.get("features"), list):
         data = {**data, "features": [_member(path, item) for item in data["features"]]}
+    if data.get("type") == CHUNKED_KIND and isinstance(data.get("metric"), str):
+        data = {**data, "metric": _member(path, data["metric"])}
     return data
 
 
 def _member(path: Path, item: Any) -> Any:
-    """A features metric's member: its table, or the definition in the file it names
-    (without that file's own calibration: a head reads raw readings; nor its model: the
-    features metric is judged by one)."""
+    """A features or chunked metric's member: its table, or the definition in the file it
+    names (without that file's own calibration: a head reads raw readings; nor its model:
+    the metric around it is judged by one)."""
     if not isinstance(item, str):
         return item
     member = read_metric_dict(path.parent / item)
@@ -62,6 +65,7 @@ def _member(path: Path, item: Any) -> Any:
 
 PANEL_KIND = "geval_panel"
 FEATURES_KIND = "features"
+CHUNKED_KIND = "chunked"
 
 
 def load_metric(path: str | Path) -> Any:

@@ -40,6 +40,20 @@ ADAPTER = "adapter"  # a PEFT adapter folder (adapter_config.json + safetensors)
 OPTIMIZER = "optimizer.pt"
 
 
+def parse_targets(text: str) -> tuple[str, ...]:
+    """`all` or a comma-separated list of projections, kept in the block's order (so the same
+    choice written two ways is the same config)."""
+    if text.strip() == "all":
+        return TARGETS
+    asked = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [t for t in asked if t not in TARGETS]
+    if unknown or not asked:
+        raise DataError(
+            f"--targets {text!r}: choose from {', '.join(TARGETS)} (comma-separated) or all"
+        )
+    return tuple(t for t in TARGETS if t in asked)
+
+
 @dataclass
 class TrainConfig:
     """Everything that decides the result: stored with the checkpoint and checked on resume."""
