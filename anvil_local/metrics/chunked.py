@@ -23,6 +23,7 @@ from typing import Any
 from anvil_local.errors import AnvilError, MetricDefinitionError, MetricTypeError
 from anvil_local.judge.results import Usage
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_name, check_threshold
+from anvil_local.metrics.calibration import score_input
 from anvil_local.metrics.definitions import metric_from_dict
 from anvil_local.metrics.result import Trace
 from anvil_local.models.sessions import as_session
@@ -53,14 +54,6 @@ def pieces(text: str, words: int) -> list[str]:
     if current:
         out.append(" ".join(current))
     return out or [text]
-
-
-def member_score(result: MetricResult) -> float:
-    """What a piece contributes: a soft DAG's expected score (its P(Yes)), else its score."""
-    expected = result.trace.get("expected_score")
-    if isinstance(expected, int | float) and not isinstance(expected, bool):
-        return float(expected)
-    return float(result.score)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -190,7 +183,7 @@ class ChunkedMetric(BaseMetric):
                 raise AnvilError(f"{self.metric.name!r} gave no score on a piece: {result.error}")
             usage = usage + result.usage
             results.append(result)
-        scores = [member_score(r) for r in results]
+        scores = [float(score_input(r)) for r in results]  # a soft DAG: its P(Yes)
         if self.aggregate == "mean":
             score = sum(scores) / len(scores)
         else:
