@@ -120,3 +120,90 @@ def test_a_prefix_group_is_read_piece_by_piece_with_the_same_results():
     calls = len(judge.calls)
     grouped = [metric.run(c, session).to_dict() | {"seconds": 0} for c in (CASE, other)]
     assert len(judge.calls) == calls and grouped == alone  # run read nothing again
+
+
+SUPPORT = {("Fares go up.", "in May"): 0.9, ("The council gathered.", "Monday"): 0.8}
+
+
+class SentenceJudge(FakeJudge):
+    """P(Yes) high only where the piece read supports the sentence asked."""
+
+    def choose(self, prompt, options):
+        self.calls.append(("choose", prompt, tuple(options)))
+        text = "".join(prompt.blocks)
+        yes = max(
+            [p for (claim, where), p in SUPPORT.items() if claim in text and where in text],
+            default=0.1,
+        )
+        probs = [1 - yes, yes] if options[0].lower().startswith("no") else [yes, 1 - yes]
+        best = max(range(2), key=lambda i: probs[i])
+        return ChoiceResult(tuple(options), tuple(probs), best, Usage(10, 5, 5, 1), 0.001)
+
+
+def _each_sentence(aggregate: str = "min") -> ChunkedMetric:
+    document = ChunkedMetric("D", load_metric(CHUNKED).metric, words=10)
+    return ChunkedMetric("S", document, field="actual_output", sentences=True, aggregate=aggregate)
+
+
+def test_each_sentence_of_a_summary_is_asked_of_every_piece_and_the_least_supported_counts():
+    assert pieces("One. Two words. Three", 1) == ["One.", "Two words.", "Three"]
+    case = LLMTestCase(input=DOC, actual_output="The council gathered. Fares go up.")
+    metric = _each_sentence()
+    metric.measure(case, SentenceJudge())
+    trace = metric.trace.to_dict()
+    assert trace["scores"] == pytest.approx([0.8, 0.9])  # each sentence's best piece
+    assert metric.score == pytest.approx(0.8) and trace["chosen"] == 0
+    assert trace["member"]["scores"] == pytest.approx([0.8, 0.1, 0.1])  # its pieces
+    wrong = LLMTestCase(input=DOC, actual_output="Fares go up. The mayor stayed.")
+    metric.measure(wrong, SentenceJudge())
+    assert metric.score == pytest.approx(0.1) and metric.trace.to_dict()["chosen"] == 1
+    mean = _each_sentence("mean")
+    mean.measure(wrong, SentenceJudge())
+    assert mean.score == pytest.approx(0.5)
+    one = LLMTestCase(input=DOC, actual_output="Fares go up.")  # one sentence: as the member
+    metric.measure(one, SentenceJudge())
+    alone = ChunkedMetric("D", load_metric(CHUNKED).metric, words=10)
+    alone.measure(one, SentenceJudge())
+    assert metric.score == alone.score == pytest.approx(0.9)
+
+
+def test_sentences_round_trip_and_words_beside_them_are_refused():
+    data = _each_sentence().to_dict()
+    assert data["sentences"] is True and "words" not in data
+    assert metric_from_dict(data).to_dict() == data
+    with pytest.raises(MetricDefinitionError, match="not both"):
+        metric_from_dict({**data, "words": 20})
+    with pytest.raises(MetricDefinitionError, match="'sentences' must be true or false"):
+        metric_from_dict({**data, "sentences": "yes"})
+
+
+def test_the_shipped_sentence_file_reads_the_chunked_file_for_each_sentence():
+    metric = load_metric(CHUNKED.parent / "faithfulness_sentences.toml")
+    assert metric.sentences and metric.field == "actual_output" and metric.aggregate == "min"
+    assert metric.metric.to_dict() == {**load_metric(CHUNKED).to_dict()}
+    assert metric.model == "smollm2-135m-faithful"
+
+
+def test_a_group_asks_every_sentence_of_a_piece_before_the_next_piece_with_the_same_results():
+    from anvil_local.models.sessions import as_session
+
+    cases = [
+        LLMTestCase(input=DOC, actual_output="The council gathered. Fares go up."),
+        LLMTestCase(input=DOC, actual_output="The mayor stayed. Fares go up."),
+    ]
+    alone = []
+    for case in cases:
+        metric = _each_sentence()
+        metric.measure(case, SentenceJudge())
+        alone.append(metric.result.to_dict() | {"seconds": 0})
+    judge = SentenceJudge()
+    session = as_session(judge, None)
+    metric = _each_sentence()
+    metric.prepare(cases, session)
+    read = ["".join(p.blocks) for _, p, _ in judge.calls]
+    assert len(read) == 12  # 4 sentences x 3 pieces, each once
+    assert all("Monday" in text for text in read[:4])  # the first piece for every sentence
+    assert all("in May" in text for text in read[8:])  # then the last
+    calls = len(judge.calls)
+    grouped = [metric.run(c, session).to_dict() | {"seconds": 0} for c in cases]
+    assert len(judge.calls) == calls and grouped == alone  # run read nothing again

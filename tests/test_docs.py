@@ -169,13 +169,14 @@ def _example_metrics() -> dict[str, dict]:
 
 def _member_files(data: dict) -> list[Path]:
     """The example files a snippet's metric names as its members (a chunked metric's
-    `metric`, a features metric's file members), found among the examples."""
+    `metric`, a features metric's file members) and their own members, found among the
+    examples."""
     named = [data.get("metric"), *list(data.get("features") or [])]
     found = []
     for name in (n for n in named if isinstance(n, str)):
         matches = sorted((ROOT / "examples").rglob(name))
         assert matches, f"a snippet names {name}, which no example file is"
-        found.append(matches[0])
+        found += [matches[0], *_member_files(tomllib.loads(_text(matches[0])))]
     return found
 
 

@@ -9,6 +9,12 @@ field: the field is cut at sentence ends into pieces of at most `words` words (a
 longer than that is a piece of its own), the member runs once per piece, and the score is
 the pieces' `max` (or `mean`, or `min`). The trace keeps every piece's score and the chosen
 piece's own trace; a reason, when asked for, is the chosen piece's.
+
+With `sentences = true` each sentence is a piece of its own. A chunked metric over the
+summary's sentences whose member is a chunked metric over the document (SummaC's
+zero-shot reading) asks every sentence of a summary against every piece of its document:
+a multi-sentence summary is then as supported as its least supported sentence (`min`),
+where asked whole one supported sentence can carry an unsupported one.
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 def pieces(text: str, words: int) -> list[str]:
     """`text` cut at sentence ends (and line breaks) into runs of whole sentences of at most
-    `words` words each, in order; a longer sentence is a piece of its own."""
+    `words` words each, in order; a longer sentence is a piece of its own (so `words = 1`
+    gives one sentence a piece)."""
     out: list[str] = []
     current: list[str] = []
     size = 0
@@ -93,8 +100,9 @@ class ChunkedMetric(BaseMetric):
         name: str,
         metric: BaseMetric | dict[str, Any],
         field: str = "input",
-        words: int = 120,
+        words: int | None = None,
         aggregate: str = "max",
+        sentences: bool = False,
         threshold: float = 0.5,
         include_reason: bool = False,
         model: Any = None,
@@ -107,7 +115,13 @@ class ChunkedMetric(BaseMetric):
             raise MetricDefinitionError(f"'field' must be one of {', '.join(CUTTABLE)}: {field!r}")
         if field not in [p.value for p in member.required_params()]:
             raise MetricDefinitionError(f"the metric {member.name!r} does not read {field!r}")
-        if isinstance(words, bool) or not isinstance(words, int) or words < 10:
+        if not isinstance(sentences, bool):
+            raise MetricDefinitionError(f"'sentences' must be true or false: {sentences!r}")
+        if sentences and words is not None:
+            raise MetricDefinitionError("give 'words' or 'sentences = true', not both")
+        if words is None:
+            words = 1 if sentences else 120
+        elif isinstance(words, bool) or not isinstance(words, int) or words < 10:
             raise MetricDefinitionError(f"'words' must be a whole number of 10 or more: {words!r}")
         if aggregate not in AGGREGATES:
             raise MetricDefinitionError(
@@ -117,6 +131,7 @@ class ChunkedMetric(BaseMetric):
         self.metric = member
         self.field = field
         self.words = words
+        self.sentences = sentences
         self.aggregate = aggregate
         self.threshold = check_threshold(threshold)
         self.include_reason = include_reason
@@ -128,7 +143,7 @@ class ChunkedMetric(BaseMetric):
             "name": self.name,
             "metric": self.metric.to_dict(),
             "field": self.field,
-            "words": self.words,
+            **({"sentences": True} if self.sentences else {"words": self.words}),
             "aggregate": self.aggregate,
             "threshold": self.threshold,
             "include_reason": self.include_reason,
@@ -146,11 +161,14 @@ class ChunkedMetric(BaseMetric):
     def prepare(self, cases: Sequence[LLMTestCase], session: Any) -> None:
         """Read a prefix group piece by piece: the group's cases share their document, so
         its first piece is read once for all of them, then the second, and so on (case by
-        case, each piece would evict the one the next case starts with). `run` takes these
-        results; they are the ones it would read itself."""
+        case, each piece would evict the one the next case starts with). The member prepares
+        every piece of every case first (a chunked member reads the document's pieces in
+        its own order, once for all the summary's sentences). `run` takes these results;
+        they are the ones it would read itself."""
         session = as_session(session, self.model)
         start = time.perf_counter()
         split = {id(case): (case, self._parts(case)) for case in cases}
+        self.metric.prepare([part for _, parts in split.values() for part in parts], session)
         self._prepared: dict[int, tuple[LLMTestCase, list[MetricResult | None]]] = {
             key: (case, [None] * len(parts)) for key, (case, parts) in split.items()
         }
@@ -213,7 +231,8 @@ class ChunkedMetric(BaseMetric):
         )
 
     def __repr__(self) -> str:
+        size = "sentences=True" if self.sentences else f"words={self.words}"
         return (
             f"ChunkedMetric(name={self.name!r}, metric={self.metric.name!r}, "
-            f"field={self.field!r}, words={self.words}, aggregate={self.aggregate!r})"
+            f"field={self.field!r}, {size}, aggregate={self.aggregate!r})"
         )
