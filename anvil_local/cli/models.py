@@ -128,7 +128,9 @@ def models_add(path: Path, name: str | None, thinking: bool) -> None:
 @options.FORCE
 def models_convert(name: str, fmt: str, force: bool) -> None:
     """Convert a catalogue model to another weight format (llama.cpp's quantizer); the file
-    is stored beside the pulled ones and registered as NAME-FORMAT."""
+    is stored beside the pulled ones and registered as NAME-FORMAT. An adapter is merged
+    into its base in that format (needs gguf: the merge extra), so it runs with no adapter
+    cost."""
     from anvil_local.models.store import convert
 
     entry = convert(name, fmt, force=force)

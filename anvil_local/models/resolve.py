@@ -62,7 +62,10 @@ def _identify(spec: str | os.PathLike | None, tune: bool) -> ResolvedModel:
     if entry is not None and entry.source:
         source, source_sha = entry.source, entry.source_sha256
         try:
-            faithful = keeps_precision(get_entry(entry.source).format, entry.format)
+            origin = get_entry(entry.source)
+            if origin.base:  # an adapter merged into its base: the base's format it was
+                origin = get_entry(origin.base)  # trained on
+            faithful = keeps_precision(origin.format, entry.format)
         except ModelError:
             faithful = False
     settings = JudgeSettings(thinking=entry.thinking if entry is not None else False)

@@ -26,6 +26,8 @@ from typing import BinaryIO
 
 from anvil_local.errors import ChecksumMismatch, ModelError, ModelMissing
 from anvil_local.judge.convert import FORMATS, llama_cpp_version, quantize
+from anvil_local.judge.lora_merge import merge_adapter
+from anvil_local.judge.model import adapter_identity
 from anvil_local.judge.native import ensure_native_ok
 from anvil_local.judge.settings import default_threads
 from anvil_local.models.catalogue import (
@@ -201,13 +203,15 @@ def adopt(path: Path) -> ModelEntry | None:
 
 def convert(name: str, fmt: str, force: bool = False) -> ModelEntry:
     """Convert a catalogue model to `fmt` (pulling it first if needed); the new file sits
-    beside the pulled ones and gets its own catalogue entry, `<name>-<format>`."""
+    beside the pulled ones and gets its own catalogue entry, `<name>-<format>`. An adapter
+    is merged into its base: the base converted to `fmt` with the adapted weights replaced
+    (one file, no adapter at run time)."""
     fmt = fmt.upper()
     if fmt not in FORMATS:
         raise ModelError(f"unknown format {fmt!r} (expected one of: {', '.join(FORMATS)})")
     entry = get_entry(name)
     if entry.base:
-        raise ModelError(f"{name} is an adapter over {entry.base}: convert {entry.base} instead")
+        return _merge(entry, fmt, force)
     if entry.format == fmt:
         raise ModelError(f"{name} is already {fmt}")
     source = ensure_model(entry)
@@ -217,3 +221,19 @@ def convert(name: str, fmt: str, force: bool = False) -> ModelEntry:
     if force or not target.is_file():
         quantize(source, target, fmt)
     return add_converted(entry, fmt, target, llama_cpp_version())
+
+
+def _merge(adapter: ModelEntry, fmt: str, force: bool) -> ModelEntry:
+    """`adapter` merged into its base converted to `fmt` (the base's own file when it is
+    `fmt` already), registered as `<adapter>-<format>`."""
+    base = get_entry(adapter.base)
+    if base.base:
+        raise ModelError(f"{adapter.name}: its base {base.name} is an adapter itself")
+    base_file = ensure_model(base)
+    converted = base_file if base.format == fmt else ensure_model(convert(base.name, fmt))
+    target = data_dir() / "models" / f"{adapter.name}.merged.{fmt}.gguf"
+    if force or not target.is_file():
+        merge_adapter(base_file, converted, ensure_model(adapter), target)
+    # its source is the pair it judges as: the identity results and fitted maps carry
+    origin = replace(adapter, kind=base.kind, sha256=adapter_identity(base.sha256, adapter.sha256))
+    return add_converted(origin, fmt, target, llama_cpp_version())
