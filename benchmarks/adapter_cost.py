@@ -59,19 +59,19 @@ def main() -> None:
             seconds[name].append(t.seconds / len(rows))
             tokens[name] = sum(x.result.usage.evaluated_tokens for x in outcome.lines) / len(rows)
         ratios.append(seconds[trained][-1] / seconds[base][-1])
-        print(f"round {round_ + 1}: adapter / base {ratios[-1]:.3f}", flush=True)
+        print(f"round {round_ + 1}: {trained} / {base} {ratios[-1]:.3f}", flush=True)
     out_rows = [
         [name, round(statistics.median(seconds[name]), 3), round(tokens[name], 1)]
         for name in (base, trained)
     ]
     out_rows.append(
-        ["adapter / base, median of the rounds' ratios", statistics.median(ratios), None]
+        [f"{trained} / {base}, median of the rounds' ratios", statistics.median(ratios), None]
     )
     write_figures(
         args,
         "adapter_cost",
-        f"The faithfulness question with and without the adapter ({len(rows)} QAGS-XSum cases, "
-        f"{args.rounds} alternating rounds)",
+        f"The faithfulness question on {trained} against {base} ({len(rows)} QAGS-XSum "
+        f"cases, {args.rounds} alternating rounds)",
         ["judge", "s/case (median)", "tokens evaluated/case"],
         out_rows,
         variant=None if trained == TRAINED and base == BASE else trained,

@@ -73,9 +73,7 @@ def test_tiny_training_run_end_to_end(tmp_path: Path, real_data_dir: Path):
     out = _run("train", "data", "--cases", str(cases), "--out", str(data), "--holdout", "0")
     assert "8 rows written" in out and "labelled | 8 |" in out
     rows = [json.loads(line) for line in data.open()]
-    exact = tmp_path / "base-f32.gguf"
-    _dequantize(real_data_dir, exact)
-    base = ResolvedModel("base", str(exact), "0" * 64, JudgeSettings(threads=2))
+    base = ResolvedModel("base", str(real_data_dir), "0" * 64, JudgeSettings(threads=2))
     judge = Judge.load(base)
     try:
         # each row is exactly what the metric sends: its prompt's tokens, its options' tokens
@@ -110,6 +108,22 @@ def test_tiny_training_run_end_to_end(tmp_path: Path, real_data_dir: Path):
     assert [p["step"] for p in losses] == [1, 2, 3]
     result = CliRunner().invoke(main, ["train", "lora", *common, "--max-steps", "1"])
     assert result.exit_code == 2 and "--resume continues it" in result.output
+
+    # a new run started from this one's adapter: its shape, its weights, a fresh optimizer
+    more = tmp_path / "more"
+    tiny = [*common[:2], "--out", str(more), "--init", str(run), "--lr", "1e-9", "--val-rows", "0"]
+    _run("train", "lora", *tiny, "--max-steps", "1", "--accumulate", "4", "--threads", "2")
+    started = json.loads((more / "state.json").read_text())
+    assert started["step"] == 1 and started["init"]["step"] == 3
+    assert started["config"]["rank"] == state["config"]["rank"]
+    from safetensors.numpy import load_file
+
+    weights = [load_file(str(r / "adapter" / "adapter_model.safetensors")) for r in (run, more)]
+    assert weights[0].keys() == weights[1].keys()
+    assert all(np.allclose(weights[0][k], weights[1][k], atol=1e-6) for k in weights[0])
+    for extra, message in ((["--resume"], "not both"), (["--rank", "4"], "leave out --rank")):
+        result = CliRunner().invoke(main, ["train", "lora", *tiny, *extra])
+        assert result.exit_code == 2 and message in result.output, result.output
 
     adapter = tmp_path / "adapter.gguf"
     out = _run("train", "convert", "--run", str(run), "--out", str(adapter))

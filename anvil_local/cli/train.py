@@ -153,6 +153,13 @@ def data_command(
 )
 @options.BASE_MODEL
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its checkpoint.")
+@click.option(
+    "--init",
+    "init_dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Start from another run's adapter (its rank, alpha and projections) with a fresh "
+    "optimizer: teach a trained judge more labels.",
+)
 @click.option("--rank", type=click.IntRange(1), default=8, show_default=True, help="LoRA rank.")
 @click.option("--alpha", type=click.IntRange(1), default=16, show_default=True, help="LoRA alpha.")
 @click.option(
@@ -216,6 +223,7 @@ def lora_command(
     out_dir: Path,
     model_name: str,
     resume: bool,
+    init_dir: Path | None,
     rank: int,
     alpha: int,
     targets: str,
@@ -236,6 +244,17 @@ def lora_command(
     from anvil_local.train.lora import TrainConfig, Trainer, parse_targets, require_torch
 
     chosen = parse_targets(targets)
+    if init_dir is not None:
+        if resume:
+            raise click.UsageError("--init starts a new run; --resume continues one: not both")
+        context = click.get_current_context()
+        given = [
+            f"--{name}"
+            for name in ("rank", "alpha", "targets")
+            if context.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+        ]
+        if given:
+            raise click.UsageError(f"--init takes its run's shape: leave out {', '.join(given)}")
     torch = require_torch()
     if threads:
         torch.set_num_threads(threads)
@@ -265,7 +284,9 @@ def lora_command(
             )
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    trainer = Trainer(out_dir, data_file, Path(base.path), config, resume, report, device)
+    trainer = Trainer(
+        out_dir, data_file, Path(base.path), config, resume, report, device, init=init_dir
+    )
     state = trainer.run(max_steps, max_minutes, checkpoint_every)
     click.echo(
         f"{state.step} steps, {state.rows_done} rows, {state.tokens} tokens, "

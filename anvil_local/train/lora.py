@@ -22,7 +22,7 @@ import random
 import signal
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,8 @@ class TrainState:
     seconds: float = 0.0
     finished: bool = False
     history: list[dict[str, float]] = field(default_factory=list)  # validation points
+    #: the run this one started from (`--init`): its folder, step and adapter's sha256
+    init: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -189,6 +191,22 @@ def _lr(step: int, config: TrainConfig) -> float:
     return config.lr * min(1.0, (step + 1) / max(config.warmup, 1))
 
 
+def _started_from(
+    init: Path, config: TrainConfig, base_sha: str
+) -> tuple[TrainConfig, dict[str, Any]]:
+    """A new run's settings when it starts from run `init`'s adapter: that adapter's rank,
+    alpha and projections (the rest as given), and what to record of where it started."""
+    state_path, weights = init / STATE, init / ADAPTER / "adapter_model.safetensors"
+    if not state_path.is_file() or not weights.is_file():
+        raise DataError(f"{init}: not a run folder of `anvil train lora` (no {STATE} or adapter)")
+    earlier = TrainState.from_json(state_path.read_text())
+    if earlier.base_sha256 != base_sha:
+        raise DataError(f"{init}: trained for another base model than this run's")
+    shape = earlier.config
+    config = replace(config, rank=shape.rank, alpha=shape.alpha, targets=shape.targets)
+    return config, {"run": str(init), "step": earlier.step, "adapter_sha256": file_sha256(weights)}
+
+
 class Trainer:
     """One training run in an output folder; `run()` trains until told to stop."""
 
@@ -201,6 +219,7 @@ class Trainer:
         resume: bool,
         report: Callable[[dict[str, Any]], None] = lambda _: None,
         device: str = "cpu",
+        init: Path | None = None,
     ) -> None:
         torch = require_torch()
         self.torch = torch
@@ -226,7 +245,10 @@ class Trainer:
         else:
             if state_path.exists():
                 raise DataError(f"{out}: holds a checkpoint already (--resume continues it)")
-            self.state = TrainState(config, data_sha, base_sha)
+            start = None
+            if init is not None:
+                config, start = _started_from(init, config, base_sha)
+            self.state = TrainState(config, data_sha, base_sha, init=start)
         self.config = config
         torch.manual_seed(config.seed)
         self.rows = read_rows(data, "train")
@@ -237,7 +259,7 @@ class Trainer:
         random.Random(config.seed).shuffle(order)
         self.order = order
         base = load_base(base_path)
-        adapter = out / ADAPTER if resume else None
+        adapter = out / ADAPTER if resume else init / ADAPTER if init is not None else None
         self.model = with_adapter(base.to(device), config, adapter)
         self.model.train()
         params = [p for p in self.model.parameters() if p.requires_grad]
