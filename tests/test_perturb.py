@@ -69,3 +69,27 @@ def test_anvil_perturb_writes_labelled_cases(tmp_path: Path):
     made = [json.loads(x) for x in out.read_text().splitlines()]
     assert sorted(m["labels"]["consistent"] for m in made) == [0, 0, 1, 1]
     assert {m["doc"] for m in made} == {"a", "b"}
+
+
+def test_extrinsic_cases_bring_what_the_document_lacks():
+    third = (
+        "Storms hit the coast overnight near Exeter. Police said Officer Tom Brown closed "
+        "three roads. About 200 homes lost power for six hours."
+    )
+    docs = [("a", DOC), ("b", third), ("c", OTHER)]  # OTHER has two sentences: left out
+    made = perturb.make_extrinsic_cases(docs, seed=0)
+    assert made == perturb.make_extrinsic_cases(docs, seed=0)
+    assert made != perturb.make_extrinsic_cases(docs, seed=1)
+    faithful = [m for m in made if m.consistent == 1]
+    changed = [m for m in made if m.consistent == 0]
+    assert {m.doc for m in faithful} == {m.doc for m in changed} == {"a", "b"}
+    assert all(m.summary in m.source for m in faithful)
+    for m in changed:
+        assert m.change in perturb.EXTRINSIC and m.summary not in m.source
+        text = dict(docs)[m.doc]
+        if m.change == "removed_sentence":  # the sentence is the document's, taken out of it
+            assert m.summary in text and len(m.source) < len(text)
+        else:  # a name or number the document does not state
+            assert m.source == text
+            new = set(m.summary.split()) - set(text.split())
+            assert new and not any(word in text for word in new)

@@ -138,6 +138,13 @@ def test_rule_made_pairs_come_from_kept_documents(tmp_path: Path):
     assert {p.supported for p in rules} == {True, False}
     assert all(p.document == document for p in rules)
     assert plan.counts["rules"].kept == 2
+    assert "extrinsic" not in plan.counts  # only when asked for
+    asked = BuildPlan(tmp_path / "sources", (source,), per_source=100, extrinsic=True)
+    extrinsic = [p for p in collect(asked) if p.source == "extrinsic"]
+    assert {p.supported for p in extrinsic} == {True, False}
+    assert asked.counts["extrinsic"].kept == 2
+    again = [p for p in collect(asked) if p.source == "rules"]
+    assert sorted(again, key=str) == sorted(rules, key=str)  # the rules unchanged
 
 
 def test_users_own_cases_are_a_source(tmp_path: Path):

@@ -209,3 +209,48 @@ def make_cases(
                     made.append(Made(doc, text, changed, 0, change))
                     break
     return made
+
+
+#: Kinds of extrinsic change, tried in a seeded order for each document.
+EXTRINSIC = ("outside_name", "outside_number", "removed_sentence")
+
+
+def make_extrinsic_cases(documents: Iterable[tuple[str, str]], seed: int = 0) -> list[Made]:
+    """For each (doc id, text) with three or more sentences: one of its sentences as a
+    faithful summary, and another one made unsupported by what the document lacks (most of
+    XSum's errors are extrinsic, Maynez et al. 2020): a name taken from another document, a
+    number the document never states, or the sentence itself taken out of the document (the
+    case's source is then the document without it). Seeded, in file order."""
+    docs = [(doc, text, sentences(text)) for doc, text in documents]
+    docs = [d for d in docs if len(d[2]) >= 3]
+    names_of = [sorted({m.group(1) for m in _NAME.finditer(text)}) for _, text, _ in docs]
+    rng = random.Random(f"extrinsic:{seed}")  # not make_cases' draws: other sentences
+    made: list[Made] = []
+    for position, (doc, text, found) in enumerate(docs):
+        kept, changed = rng.sample(found, 2)
+        made.append(Made(doc, text, kept, 1, ""))
+        outside = [n for n in names_of[(position + 1) % len(docs)] if n not in text]
+        kinds = list(EXTRINSIC)
+        rng.shuffle(kinds)
+        for kind in kinds:
+            if kind == "removed_sentence":
+                rest = [s.strip() for s in _SENTENCE.split(text.replace("\n", " "))]
+                source = " ".join(s for s in rest if s and s != changed)
+                if changed not in source:
+                    made.append(Made(doc, source, changed, 0, kind))
+                    break
+                continue
+            if kind == "outside_name":
+                claim = _swap_name(changed, rng, outside)
+            else:
+                claim = _swap_number(changed, rng, ())
+            if claim is not None and claim != changed and not _stated(claim, text, kind):
+                made.append(Made(doc, text, claim, 0, kind))
+                break
+    return made
+
+
+def _stated(claim: str, text: str, kind: str) -> bool:
+    """Whether every name (or number) of the changed claim is in the document after all."""
+    pattern = _NAME if kind == "outside_name" else _NUMBER
+    return all(m.group(0) in text for m in pattern.finditer(claim))

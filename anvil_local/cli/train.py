@@ -64,6 +64,12 @@ def train() -> None:
 )
 @click.option("--no-rules", is_flag=True, help="Leave out the rule-made pairs (FactCC style).")
 @click.option(
+    "--extrinsic",
+    is_flag=True,
+    help="Add rule-made pairs whose unsupported claim brings what the document lacks: a name "
+    "from another document, a number it never states, or a sentence taken out of it.",
+)
+@click.option(
     "--holdout",
     type=click.FloatRange(0, 0.5),
     default=0.05,
@@ -83,6 +89,7 @@ def data_command(
     per_source: int,
     max_words: int,
     no_rules: bool,
+    extrinsic: bool,
     holdout: float,
     seed: int,
     model_name: str,
@@ -119,6 +126,7 @@ def data_command(
         seed,
         cases,
         label,
+        extrinsic=extrinsic,
     )
     pairs = collect(plan)
     if not pairs:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from anvil_local.bench.perturb import make_cases
+from anvil_local.bench.perturb import make_cases, make_extrinsic_cases
 from anvil_local.errors import DataError
 from anvil_local.testcase import LLMTestCase
 from anvil_local.train.overlap import EvalOverlap
@@ -61,6 +61,8 @@ class BuildPlan:
     cases: tuple[Path, ...] = ()  # the user's own labelled cases, each a source
     label: str = "labels.consistent"
     counts: dict[str, SourceCounts] = field(default_factory=dict)
+    #: rule-made pairs whose unsupported claim brings what the document lacks
+    extrinsic: bool = False
 
 
 def clean(text: str) -> str:
@@ -119,20 +121,22 @@ def collect(plan: BuildPlan) -> list[Pair]:
             by_source[name].append(pair)
             if len(pair.document.split()) >= 40:
                 documents.setdefault(pair.document, pair.ref)
-    if plan.rules:
-        counts = plan.counts.setdefault("rules", SourceCounts())
-        by_ref = sorted((ref, text) for text, ref in documents.items())
-        made = make_cases(by_ref, 1, plan.seed)
+    by_ref = sorted((ref, text) for text, ref in documents.items())
+    made_by = {"rules": make_cases(by_ref, 1, plan.seed)} if plan.rules else {}
+    if plan.extrinsic:
+        made_by["extrinsic"] = make_extrinsic_cases(by_ref, plan.seed)
+    for name, made in made_by.items():
+        counts = plan.counts.setdefault(name, SourceCounts())
         for case in made:
             counts.read += 1
             ref = f"{case.doc}#{case.change or 'kept'}"
-            pair = Pair(case.source, case.summary, bool(case.consistent), "rules", ref)
+            pair = Pair(case.source, case.summary, bool(case.consistent), name, ref)
             key = _keyed(pair)
             if key in seen:
                 counts.duplicate += 1
                 continue
             seen.add(key)
-            by_source["rules"].append(pair)
+            by_source[name].append(pair)
     kept: list[Pair] = []
     for name, pairs in by_source.items():
         counts = plan.counts[name]
@@ -185,7 +189,7 @@ def rows(
 def _provenance(source: Source | None, name: str) -> dict[str, str]:
     if source is not None:
         return {"repo": source.repo, "commit": source.commit, "licence": source.licence}
-    if name == "rules":
+    if name in ("rules", "extrinsic"):
         return {
             "repo": "anvil-local (rules over the kept documents)",
             "commit": "",

@@ -16,6 +16,16 @@ from anvil_local.models.catalogue import ModelEntry, sha256_file, shipped_dir, u
 from anvil_local.train.lora import TrainState
 from anvil_local.train.sources import EXCLUDED, SOURCES
 
+#: The rule-made sources, as a model card describes them.
+RULES = {
+    "rules": "a sentence of a kept document as a supported claim, the same sentence with a "
+    "number, date, name or pronoun changed or a negation flipped as an unsupported one "
+    "(FactCC's recipe)",
+    "extrinsic": "a sentence of a kept document as a supported claim, another made "
+    "unsupported by what the document lacks: a name from another document, a number it never "
+    "states, or the sentence taken out of the document",
+}
+
 
 def data_summary(data_file: Path) -> list[dict[str, Any]]:
     """Rows per source and split, with each source's repository, commit and licence."""
@@ -130,13 +140,9 @@ def _card(
         for s in summary
     ]
     about = [f"- {n}: {known[n].about}" for n in (s["source"] for s in summary) if n in known]
-    public = any(s["source"] in known or s["source"] == "rules" for s in summary)
+    public = any(s["source"] in known or s["source"] in RULES for s in summary)
     excluded = ["Left out:", "", *(f"- {w}: {why}" for w, why in EXCLUDED.items()), ""]
-    rules = [
-        "- rules: a sentence of a kept document as a supported claim, the same sentence "
-        "with a number, date, name or pronoun changed or a negation flipped as an "
-        "unsupported one (FactCC's recipe)"
-    ]
+    rules = [f"- {n}: {RULES[n]}" for n in RULES if any(s["source"] == n for s in summary)]
     metrics = list(dict.fromkeys(s.get("metric", "") for s in summary if s.get("metric")))
     validation = (
         f"validation loss {last['val_loss']:.4f}, accuracy {last['val_accuracy']:.3f} at step "
@@ -169,7 +175,7 @@ def _card(
             *rows,
             "",
             *about,
-            *(rules if any(s["source"] == "rules" for s in summary) else []),
+            *rules,
             "",
             "Pairs whose document shares 3 or more hashed word 8-grams with a document of the "
             "evaluation sets (SummEval, QAGS-XSum, SummEdits, both halves) were dropped.",
