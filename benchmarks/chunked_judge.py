@@ -111,6 +111,7 @@ def main() -> None:
             "s/case",
         ],
         out_rows,
+        variant=args.adapter,
         formats={"s/case": ".3f"},
         notes=notes,
         models=[model],

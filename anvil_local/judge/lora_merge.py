@@ -43,9 +43,8 @@ def merge_adapter(base: Path, converted: Path, adapter: Path, target: Path) -> i
     types = gguf.GGMLQuantizationType
     original = {t.name: t for t in gguf.GGUFReader(str(base)).tensors}
     lora = gguf.GGUFReader(str(adapter))
-    if lora.fields.get("general.type") is None or lora.fields["general.type"].contents() != (
-        "adapter"
-    ):
+    kind = lora.fields.get("general.type")
+    if kind is None or kind.contents() != "adapter":
         raise ModelError(f"{adapter.name}: not a GGUF adapter (general.type is not 'adapter')")
     alpha = float(lora.fields["adapter.lora.alpha"].contents())
     products = {t.name: np.asarray(t.data, dtype=np.float32) for t in lora.tensors}

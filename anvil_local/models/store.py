@@ -231,7 +231,8 @@ def _merge(adapter: ModelEntry, fmt: str, force: bool) -> ModelEntry:
         raise ModelError(f"{adapter.name}: its base {base.name} is an adapter itself")
     base_file = ensure_model(base)
     converted = base_file if base.format == fmt else ensure_model(convert(base.name, fmt))
-    target = data_dir() / "models" / f"{adapter.name}.merged.{fmt}.gguf"
+    # named by the adapter's own bytes: a changed adapter is never read as its old merge
+    target = data_dir() / "models" / f"{adapter.name}.{adapter.sha256[:12]}.{fmt}.gguf"
     if force or not target.is_file():
         merge_adapter(base_file, converted, ensure_model(adapter), target)
     # its source is the pair it judges as: the identity results and fitted maps carry
