@@ -248,8 +248,8 @@ def _heads(model: str | None, root: Path = SHIPPED_METRICS) -> list[Finding]:
     """For the judge a run would use, which shipped heads and score maps apply, and on what
     evidence: fitted on this very file, or fitted on its source and shown to hold on this
     format (`holds_on`); the rest leave their scores uncalibrated here."""
-    from anvil_local.judge.convert import keeps_precision
     from anvil_local.models.catalogue import get_entry
+    from anvil_local.models.resolve import keeps_source_precision
     from anvil_local.spec import load_metric
 
     files = sorted(p for p in root.rglob("*.toml") if "[calibration." in _text(p))
@@ -259,12 +259,8 @@ def _heads(model: str | None, root: Path = SHIPPED_METRICS) -> list[Finding]:
     if entry is None:
         return [Finding("heads", f"{model}: not a catalogue model; heads apply by sha256")]
     source = None
-    if entry.source:
-        try:
-            if keeps_precision(get_entry(entry.source).format, entry.format):
-                source = (entry.source, entry.source_sha256)
-        except AnvilError:
-            source = None
+    if entry.source and keeps_source_precision(entry):
+        source = (entry.source, entry.source_sha256)
     sha = entry.sha256
     if entry.base:  # an adapter's identity: nothing fitted on its base applies to it
         from anvil_local.judge.model import adapter_identity

@@ -61,13 +61,7 @@ def _identify(spec: str | os.PathLike | None, tune: bool) -> ResolvedModel:
     source, source_sha, faithful = "", "", False
     if entry is not None and entry.source:
         source, source_sha = entry.source, entry.source_sha256
-        try:
-            origin = get_entry(entry.source)
-            if origin.base:  # an adapter merged into its base: the base's format it was
-                origin = get_entry(origin.base)  # trained on
-            faithful = keeps_precision(origin.format, entry.format)
-        except ModelError:
-            faithful = False
+        faithful = keeps_source_precision(entry)
     settings = JudgeSettings(thinking=entry.thinking if entry is not None else False)
     if entry is not None and entry.base:
         return _with_adapter(entry, path, settings)
@@ -81,6 +75,19 @@ def _identify(spec: str | os.PathLike | None, tune: bool) -> ResolvedModel:
         faithful,
         format=(entry.format or "").upper() if entry is not None else "",
     )
+
+
+def keeps_source_precision(entry: ModelEntry) -> bool:
+    """Whether a converted entry gives every weight more bits than the file it came from (an
+    adapter merged into its base: the base's file it was trained on), so what was fitted on
+    that source may hold on it; False for an unknown source."""
+    try:
+        origin = get_entry(entry.source)
+        if origin.base:
+            origin = get_entry(origin.base)
+    except ModelError:
+        return False
+    return keeps_precision(origin.format, entry.format)
 
 
 def _with_adapter(entry: ModelEntry, adapter: Path, settings: JudgeSettings) -> ResolvedModel:
