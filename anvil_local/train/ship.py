@@ -164,6 +164,7 @@ def _card(
             f"{state.tokens} tokens, {state.seconds / 3600:.2f} h on the CPU), learning rate "
             f"{config.lr} after {config.warmup} warm-up steps, seed {config.seed}; "
             f"{validation}",
+            *_started_from(state.init),
             "- Loss: the right option's probability among the metric's options (the verdict "
             f"tokens {' and '.join(f'`{m}`' for m in metrics)} read"
             + ("s)" if len(metrics) == 1 else ")"),
@@ -183,3 +184,14 @@ def _card(
             *(excluded if public else []),
         ]
     )
+
+
+def _started_from(init: dict[str, Any] | None) -> list[str]:
+    """The card line of a run that began from another run's adapter (`--init`): its steps come
+    on top of that run's, so the card must say whose."""
+    if not init:
+        return []
+    return [
+        f"- Started from the adapter of run `{Path(init['run']).name}` at its step {init['step']} "
+        f"(adapter sha256 `{init['adapter_sha256'][:12]}…`); the steps above come on top of it"
+    ]
