@@ -12,10 +12,11 @@ The README holds one block per question, and only this script writes inside it:
 Every file `benchmarks/results/<question>.json` or `<question>.<variant>.json` (the schema is
 in `harness.py`) is rendered into its question's block, the plain file first, then the
 variants by name: a line saying where the figures come from, the table, then the notes.
-A results file whose question has no block, a block named twice or a file that does not
-read is an error (exit 1, nothing written). A block with no results file says so. Rendering
-is idempotent: a second run changes nothing. Standard library only, so the check runs
-without the model or the package's dependencies.
+A block named `<question>.<variant>` holds that variant alone, where the text about it is;
+the question's own block then leaves it out. A results file whose question has no block, a
+block named twice or a file that does not read is an error (exit 1, nothing written). A block
+with no results file says so. Rendering is idempotent: a second run changes nothing.
+Standard library only, so the check runs without the model or the package's dependencies.
 """
 
 from __future__ import annotations
@@ -199,16 +200,25 @@ def render_readme(text: str, results: Mapping[str, Sequence[Mapping[str, Any]]])
     twice = sorted({q for q in seen if seen.count(q) > 1})
     if twice:
         raise RenderError(f"figures blocks named more than once: {', '.join(twice)}")
-    homeless = sorted(set(results) - set(seen))
+    blocks: dict[str, list[Mapping[str, Any]]] = {name: [] for name in seen}
+    homeless = []
+    for question, records in results.items():
+        for data in records:
+            own = f"{question}.{data['variant']}" if data.get("variant") else None
+            home = own if own in blocks else question
+            if home not in blocks:
+                homeless.append(own or question)
+                continue
+            blocks[home].append(data)
     if homeless:
         raise RenderError(
             "results with no figures block in the README: "
-            + ", ".join(homeless)
+            + ", ".join(sorted(set(homeless)))
             + " (add <!-- figures:NAME --> ... <!-- /figures --> where each belongs)"
         )
 
     def fill(match: re.Match[str]) -> str:
-        body = render_block(results.get(match["question"], []))
+        body = render_block(blocks[match["question"]])
         return f"{match['open']}{body}{match['close']}"
 
     return BLOCK.sub(fill, text)

@@ -138,3 +138,18 @@ def test_a_misnamed_or_malformed_file_is_an_error(render, tmp_path: Path) -> Non
     (tmp_path / "wrong.json").write_text(json.dumps(record(rows=[["a"]])))
     with pytest.raises(render.RenderError, match="row 1 has 1 cells"):
         render.load_results(tmp_path)
+
+
+def test_a_variant_with_a_block_of_its_own_renders_there_alone(render, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "tiny.json").write_text(json.dumps(record(title="plain")))
+    (results / "tiny.a.json").write_text(json.dumps(record(variant="a", title="A")))
+    (results / "tiny.b.json").write_text(json.dumps(record(variant="b", title="B")))
+    text = render.render_readme(
+        "<!-- figures:tiny -->\n<!-- /figures -->\n\n<!-- figures:tiny.b -->\n<!-- /figures -->\n",
+        render.load_results(results),
+    )
+    plain, own = text.split("<!-- figures:tiny.b -->")
+    assert "**plain**" in plain and "**A**" in plain and "**B**" not in plain
+    assert "**B**" in own and "**plain**" not in own and "**A**" not in own
