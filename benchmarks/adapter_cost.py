@@ -74,11 +74,19 @@ def main() -> None:
         f"cases, {args.rounds} alternating rounds)",
         ["judge", "s/case (median)", "tokens evaluated/case"],
         out_rows,
-        variant=None if trained == TRAINED and base == BASE else trained,
+        variant=variant(trained, base),
         formats={"s/case (median)": ".3f"},
         notes=[f"per-round ratios: {', '.join(f'{r:.3f}' for r in ratios)}"],
         models=list(models.values()),
     )
+
+
+def variant(trained: str, base: str) -> str | None:
+    """The shipped pair keeps the plain file; another adapter over the default base is named
+    by the adapter; any other pair by both."""
+    if base == BASE:
+        return None if trained == TRAINED else trained
+    return f"{trained}-against-{base}"
 
 
 if __name__ == "__main__":
