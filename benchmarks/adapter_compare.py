@@ -40,11 +40,7 @@ def main() -> None:
     args = p.parse_args()
     models = {"before": resolve_model(args.before), "after": resolve_model(args.after)}
     question = load_metric(CHUNKED if args.pieces else QUESTION)
-    reads = (
-        "the faithfulness question's P(Yes) on 120-word pieces"
-        if args.pieces
-        else ("the faithfulness question's P(Yes)")
-    )
+    reads = "the faithfulness question's P(Yes)" + (" on 120-word pieces" if args.pieces else "")
     out_rows, notes = [], []
     for task in args.task or list(TASKS):
         data_name, label = TASKS[task]
