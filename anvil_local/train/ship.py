@@ -164,7 +164,7 @@ def _card(
             f"{state.tokens} tokens, {state.seconds / 3600:.2f} h on the CPU), learning rate "
             f"{config.lr} after {config.warmup} warm-up steps, seed {config.seed}; "
             f"{validation}",
-            *_started_from(state.init),
+            *_init_line(state.init),
             "- Loss: the right option's probability among the metric's options (the verdict "
             f"tokens {' and '.join(f'`{m}`' for m in metrics)} read"
             + ("s)" if len(metrics) == 1 else ")"),
@@ -186,7 +186,7 @@ def _card(
     )
 
 
-def _started_from(init: dict[str, Any] | None) -> list[str]:
+def _init_line(init: dict[str, Any] | None) -> list[str]:
     """The card line of a run that began from another run's adapter (`--init`): its steps come
     on top of that run's, so the card must say whose."""
     if not init:
