@@ -71,19 +71,26 @@ def test_anvil_perturb_writes_labelled_cases(tmp_path: Path):
     assert {m["doc"] for m in made} == {"a", "b"}
 
 
+def _seeded_pairs(make, docs, other_seed):
+    """The made cases of documents a and b (c, of two sentences, is left out), split into
+    faithful and changed, after checking that a seed gives the same cases and another not."""
+    made = make(docs, seed=0)
+    assert made == make(docs, seed=0)
+    assert made != make(docs, seed=other_seed)
+    faithful = [m for m in made if m.consistent == 1]
+    changed = [m for m in made if m.consistent == 0]
+    assert {m.doc for m in faithful} == {m.doc for m in changed} == {"a", "b"}
+    assert all(m.summary in m.source for m in faithful)
+    return faithful, changed
+
+
 def test_extrinsic_cases_bring_what_the_document_lacks():
     third = (
         "Storms hit the coast overnight near Exeter. Police said Officer Tom Brown closed "
         "three roads. About 200 homes lost power for six hours."
     )
-    docs = [("a", DOC), ("b", third), ("c", OTHER)]  # OTHER has two sentences: left out
-    made = perturb.make_extrinsic_cases(docs, seed=0)
-    assert made == perturb.make_extrinsic_cases(docs, seed=0)
-    assert made != perturb.make_extrinsic_cases(docs, seed=1)
-    faithful = [m for m in made if m.consistent == 1]
-    changed = [m for m in made if m.consistent == 0]
-    assert {m.doc for m in faithful} == {m.doc for m in changed} == {"a", "b"}
-    assert all(m.summary in m.source for m in faithful)
+    docs = [("a", DOC), ("b", third), ("c", OTHER)]
+    _, changed = _seeded_pairs(perturb.make_extrinsic_cases, docs, other_seed=1)
     for m in changed:
         assert m.change in perturb.EXTRINSIC and m.summary not in m.source
         text = dict(docs)[m.doc]
@@ -93,3 +100,50 @@ def test_extrinsic_cases_bring_what_the_document_lacks():
             assert m.source == text
             new = set(m.summary.split()) - set(text.split())
             assert new and not any(word in text for word in new)
+
+
+def test_attribute_cases_add_one_detail_the_document_never_states():
+    news = (
+        "A man was arrested after a fire at the company's warehouse. Firefighters said the "
+        "blaze started overnight. Chief officer Sam Reed said no one was hurt. The road was "
+        "closed for several hours."
+    )
+    docs = [("a", DOC), ("b", news), ("c", OTHER)]
+    faithful, changed = _seeded_pairs(perturb.make_attribute_cases, docs, other_seed=5)
+    assert len(faithful) == len(changed) and len(changed) <= 4  # two pairs a document at most
+    assert not {m.summary for m in faithful} & {m.summary for m in changed}
+    for m in changed:
+        assert m.change in perturb.ATTRIBUTES and m.source == dict(docs)[m.doc]
+        words = m.source.replace(".", " ").split()
+        added = [w for w in m.summary.rstrip(".").replace(",", "").split() if w not in words]
+        assert added, m.summary  # something was added ...
+        assert all(w.lower() not in m.source.lower().split() for w in added)  # ... and is new
+        # and the rest of the sentence is one of the document's, word for word
+        assert any(
+            [w for w in m.summary.replace(",", "").split() if w not in added]
+            == s.replace(",", "").split()
+            for s in perturb.sentences(m.source)
+        ), m.summary
+
+
+def test_each_attribute_applies_where_it_fits():
+    rng = random.Random(0)
+    words = {"the", "man"}
+    aged = perturb._add_age("A man was hurt in the crash.", rng, words)
+    assert aged is not None and aged.endswith("-year-old man was hurt in the crash.")
+    assert perturb._add_age("Ann Lee said it was late.", rng, words) is not None
+    assert perturb._add_age("The bridge was closed.", rng, words) is None
+    titled = perturb._add_title("On Friday, Ann Lee said it was late.", rng, words)
+    assert titled is not None and titled.startswith("On Friday, ") and "Ann Lee said" in titled
+    assert perturb._add_title("The film Reign Over Me is a drama.", rng, words) is None
+    grouped = perturb._add_group("The club signed a striker.", rng, words)
+    assert grouped is not None and grouped.endswith(" club signed a striker.")
+    placed = perturb._add_setting("Police said the road was closed.", rng, words)
+    assert placed is not None and placed.startswith("Police said the road was closed ")
+    assert perturb._add_setting("Paris is a city in France.", rng, words) is None  # a definition
+    # nothing the document already holds is added
+    assert perturb._add_setting("Police said the road was closed.", rng, _every_setting()) is None
+
+
+def _every_setting() -> set[str]:
+    return {w.casefold() for s in perturb._SETTINGS for w in s.split()[1:]}

@@ -145,6 +145,11 @@ def test_rule_made_pairs_come_from_kept_documents(tmp_path: Path):
     assert asked.counts["extrinsic"].kept == 2
     again = [p for p in collect(asked) if p.source == "rules"]
     assert sorted(again, key=str) == sorted(rules, key=str)  # the rules unchanged
+    assert "attributes" not in asked.counts
+    added = BuildPlan(tmp_path / "sources", (source,), per_source=100, attributes=True)
+    attributes = [p for p in collect(added) if p.source == "attributes"]
+    assert {p.supported for p in attributes} == {True, False}
+    assert all(p.document == document for p in attributes)
 
 
 def test_users_own_cases_are_a_source(tmp_path: Path):

@@ -254,3 +254,183 @@ def _stated(claim: str, text: str, kind: str) -> bool:
     """Whether every name (or number) of the changed claim is in the document after all."""
     pattern = _NAME if kind == "outside_name" else _NUMBER
     return all(m.group(0) in text for m in pattern.finditer(claim))
+
+
+#: Kinds of added attribute, tried in a seeded order for each document.
+ATTRIBUTES = ("age", "title", "group", "setting")
+
+_PERSON = re.compile(
+    r"\b([Aa]n?|[Tt]he) (man|woman|boy|girl|teenager|driver|pensioner|mother|father|student|"
+    r"pedestrian|cyclist|motorcyclist|soldier|officer|patient|victim|worker|player|"
+    r"singer|actor|actress|writer|doctor|teacher|farmer|businessman)\b"
+)
+_BODY = re.compile(
+    r"\b([Tt]he) (company|firm|club|team|government|council|group|party|bank|charity|"
+    r"hospital|school|university|band|airline|retailer|court|side|network|agency)\b"
+)
+_TITLES = (
+    "former",
+    "veteran",
+    "Labour MP",
+    "Conservative MP",
+    "chief executive",
+    "US",
+    "Scottish",
+    "British",
+    "Irish",
+    "Welsh",
+    "French",
+    "coach",
+    "captain",
+    "Dr",
+    "world number three",
+    "Olympic champion",
+)
+_BODY_WORDS = (
+    "French",
+    "Swiss",
+    "Glasgow-based",
+    "state-owned",
+    "family-run",
+    "struggling",
+    "Championship",
+    "Premier League",
+    "Belfast-based",
+    "Chinese",
+    "US-based",
+    "private",
+)
+_SETTINGS = (
+    "in London",
+    "in Cardiff",
+    "in Glasgow",
+    "in Manchester",
+    "in Belfast",
+    "in Paris",
+    "in Sydney",
+    "on Monday",
+    "on Tuesday",
+    "on Thursday",
+    "on Saturday",
+    "last year",
+    "in 2015",
+)
+#: a person's name as the subject of a sentence, where a title or an age may go: two or more
+#: capitalised words, not led by an article or a pronoun, before a verb people do
+_SUBJECT = re.compile(
+    r"(?<![\w-])(?!(?:The|A|An|In|On|At|He|She|It|They|This|But|And|After|When)\b)"
+    r"([A-Z][a-z]+(?: [A-Z][a-z]+)+)(?= (?:said|says|told|won|scored|added|became|died|joined|"
+    r"wrote|played|starred|directed|denied|claimed|announced|resigned|admitted|was born|"
+    r"is an? (?:[A-Z][a-z]+ )?(?:actor|actress|singer|writer|director|footballer|player|"
+    r"politician|musician|rapper|comedian|author|journalist|producer|businessman))\b)"
+)
+#: a sentence that tells of an event (a place or time may be added to it), not a definition
+_EVENT = re.compile(r"\b(?:was|were|had|said|told|\w{3,}ed)\b")
+_DEFINITION = re.compile(r"\b(?:is|are) (?:an?|the|one)\b")
+
+
+def make_attribute_cases(
+    documents: Iterable[tuple[str, str]], seed: int = 0, per_document: int = 2
+) -> list[Made]:
+    """For each (doc id, text) with three or more sentences: one of its sentences as a
+    faithful summary, and another one kept whole with one detail the document never states
+    added to it: an age ("a 34-year-old man", "Ann Lee, 34,"), a title or rank before a name
+    ("former captain"), a description of a company or club ("the Swiss firm"), or a place or
+    time ("in Cardiff", "on Monday"). XSum's unfaithful summaries the shipped judge trusts
+    most are of this kind: the document's event, with one attribute it lacks. Up to
+    `per_document` such pairs a document, each faithful sentence another than the changed
+    ones. Seeded, in file order; an addition whose words the document holds is not made."""
+    docs = [(doc, text, sentences(text)) for doc, text in documents]
+    docs = [d for d in docs if len(d[2]) >= 3]
+    rng = random.Random(f"attributes:{seed}")  # not the other rules' draws
+    made: list[Made] = []
+    for doc, text, found in docs:
+        words = {w.casefold() for w in re.findall(r"[\w-]+", text)}
+        order = rng.sample(found, len(found))
+        changed: dict[str, tuple[str, str]] = {}  # sentence -> (claim, kind)
+        for kinds in (ATTRIBUTES[:-1], ATTRIBUTES[-1:]):  # a place or time only failing all
+            for sentence in order:
+                if len(changed) == per_document:
+                    break
+                for kind in rng.sample(kinds, len(kinds)):
+                    claim = _ADDERS[kind](sentence, rng, words) if sentence not in changed else None
+                    if claim is not None and claim != sentence:
+                        changed[sentence] = (claim, kind)
+                        break
+        faithful = [s for s in reversed(order) if s not in changed]
+        for (claim, kind), kept in zip(changed.values(), faithful, strict=False):
+            made.append(Made(doc, text, kept, 1, ""))
+            made.append(Made(doc, text, claim, 0, kind))
+    return made
+
+
+def _new(addition: str, words: set[str]) -> bool:
+    """Whether no word of `addition` is in the document (its words, casefolded)."""
+    return not any(w.casefold() in words for w in re.findall(r"[\w-]+", addition))
+
+
+def _add_age(sentence: str, rng: random.Random, words: set[str]) -> str | None:
+    ages = [a for a in range(17, 80) if str(a) not in words]
+    if not ages:
+        return None
+    age = rng.choice(ages)
+    person = _PERSON.search(sentence)
+    if person is not None:
+        article = person.group(1)
+        if article.casefold() in ("a", "an"):
+            article = "an" if str(age).startswith("8") or age == 18 else "a"
+            if person.group(1)[0].isupper():
+                article = article.capitalize()
+        adjective = f"{age}-year-old"
+        before, after = sentence[: person.start()], sentence[person.end() :]
+        return f"{before}{article} {adjective} {person.group(2)}{after}"
+    names = _subjects(sentence)
+    if not names:
+        return None
+    return f"{sentence[: names[0].end(1)]}, {age},{sentence[names[0].end(1) :]}"
+
+
+def _subjects(sentence: str) -> list[re.Match[str]]:
+    """Names of two or more words before a verb people do, not after another capitalised
+    word (a title's middle) nor before "by" (a film directed by someone): a person, in most."""
+    found = []
+    for name in _SUBJECT.finditer(sentence):
+        before = sentence[: name.start()].split()
+        inside_title = bool(before) and before[-1][:1].isupper() and before[-1][-1:].isalpha()
+        if not inside_title and not re.match(r" \S+ by", sentence[name.end() :]):
+            found.append(name)
+    return found
+
+
+def _add_title(sentence: str, rng: random.Random, words: set[str]) -> str | None:
+    names = _subjects(sentence)
+    titles = [t for t in _TITLES if _new(t, words)]
+    if not names or not titles:
+        return None
+    name = rng.choice(names)
+    return f"{sentence[: name.start(1)]}{rng.choice(titles)} {sentence[name.start(1) :]}"
+
+
+def _add_group(sentence: str, rng: random.Random, words: set[str]) -> str | None:
+    body = _BODY.search(sentence)
+    described = [d for d in _BODY_WORDS if _new(d, words)]
+    if body is None or not described:
+        return None
+    return f"{sentence[: body.start(2)]}{rng.choice(described)} {sentence[body.start(2) :]}"
+
+
+def _add_setting(sentence: str, rng: random.Random, words: set[str]) -> str | None:
+    settings = [s for s in _SETTINGS if _new(s.split(" ", 1)[1], words)]
+    if not settings or sentence[-1:] not in (".", "!", "?") or sentence.endswith('."'):
+        return None
+    if not _EVENT.search(sentence) or _DEFINITION.search(sentence):
+        return None
+    return f"{sentence[:-1]} {rng.choice(settings)}{sentence[-1]}"
+
+
+_ADDERS: dict[str, Callable[[str, random.Random, set[str]], str | None]] = {
+    "age": _add_age,
+    "title": _add_title,
+    "group": _add_group,
+    "setting": _add_setting,
+}

@@ -70,6 +70,12 @@ def train() -> None:
     "from another document, a number it never states, or a sentence taken out of it.",
 )
 @click.option(
+    "--attributes",
+    is_flag=True,
+    help="Add rule-made pairs whose unsupported claim is a sentence of the document with one "
+    "detail it never states added: an age, a title, a description of a company, a place or time.",
+)
+@click.option(
     "--holdout",
     type=click.FloatRange(0, 0.5),
     default=0.05,
@@ -90,6 +96,7 @@ def data_command(
     max_words: int,
     no_rules: bool,
     extrinsic: bool,
+    attributes: bool,
     holdout: float,
     seed: int,
     model_name: str,
@@ -127,6 +134,7 @@ def data_command(
         cases,
         label,
         extrinsic=extrinsic,
+        attributes=attributes,
     )
     pairs = collect(plan)
     if not pairs:

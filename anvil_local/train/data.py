@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from anvil_local.bench.perturb import make_cases, make_extrinsic_cases
+from anvil_local.bench.perturb import make_attribute_cases, make_cases, make_extrinsic_cases
 from anvil_local.errors import DataError
 from anvil_local.testcase import LLMTestCase
 from anvil_local.train.overlap import EvalOverlap
@@ -63,6 +63,8 @@ class BuildPlan:
     counts: dict[str, SourceCounts] = field(default_factory=dict)
     #: rule-made pairs whose unsupported claim brings what the document lacks
     extrinsic: bool = False
+    #: rule-made pairs whose unsupported claim adds one detail the document never states
+    attributes: bool = False
 
 
 def clean(text: str) -> str:
@@ -125,6 +127,8 @@ def collect(plan: BuildPlan) -> list[Pair]:
     made_by = {"rules": make_cases(by_ref, 1, plan.seed)} if plan.rules else {}
     if plan.extrinsic:
         made_by["extrinsic"] = make_extrinsic_cases(by_ref, plan.seed)
+    if plan.attributes:
+        made_by["attributes"] = make_attribute_cases(by_ref, plan.seed)
     for name, made in made_by.items():
         counts = plan.counts.setdefault(name, SourceCounts())
         for case in made:
@@ -189,7 +193,7 @@ def rows(
 def _provenance(source: Source | None, name: str) -> dict[str, str]:
     if source is not None:
         return {"repo": source.repo, "commit": source.commit, "licence": source.licence}
-    if name in ("rules", "extrinsic"):
+    if name in ("rules", "extrinsic", "attributes"):
         return {
             "repo": "anvil-local (rules over the kept documents)",
             "commit": "",

@@ -24,6 +24,9 @@ RULES = {
     "extrinsic": "a sentence of a kept document as a supported claim, another made "
     "unsupported by what the document lacks: a name from another document, a number it never "
     "states, or the sentence taken out of the document",
+    "attributes": "a sentence of a kept document as a supported claim, another with one "
+    "detail the document never states added to it: an age, a title before a name, a "
+    "description of a company or club, or a place or time",
 }
 
 
