@@ -256,7 +256,8 @@ def _stated(claim: str, text: str, kind: str) -> bool:
     return all(m.group(0) in text for m in pattern.finditer(claim))
 
 
-#: Kinds of added attribute, tried in a seeded order for each document.
+#: Kinds of added attribute: the first three in a seeded order for each sentence, the place or
+#: time (the last) only where none of them applies.
 ATTRIBUTES = ("age", "title", "group", "setting")
 
 _PERSON = re.compile(
