@@ -1,7 +1,8 @@
 """Is the trained judge held back by its data or by itself? Adapters trained on different data
 are asked the same question (the faithfulness question on the document's 120-word pieces, no
 dev label): if their readings agree and their mean ranks no better than one of them, what
-the data changed is not what limits the judge. A second reading asks the first adapter the
+the data changed is not what limits the judge (where the runs share a start, as the README's
+do, only that these pairs moved it little). A second reading asks the first adapter the
 same question of another case's document: the judge's P(Yes) with no support, which the
 contrast (own minus other, as log-odds) removes from its P(Yes) with support. A third reading
 averages the first adapter's P(Yes) with the shipped head's P(consistent) (the untrained
@@ -86,7 +87,8 @@ def main() -> None:
         found = measured(1 / (1 + np.exp(-odds)), code)  # balanced accuracy cut at P = 0.5
         return [reads, est(found["auroc"]), est(found["balanced_accuracy"])]
 
-    reads = {m.name: log_odds(scores(question, rows, m)[0]) for m in models}
+    probs = {m.name: scores(question, rows, m)[0] for m in models}
+    reads = {name: log_odds(p) for name, p in probs.items()}
     first = models[0].name
     out_rows = [row(name, pred) for name, pred in reads.items()]
     mean = np.mean(list(reads.values()), axis=0)
@@ -112,8 +114,7 @@ def main() -> None:
     )
     readings = design(features(load_metric(READINGS), rows, resolve_model(BASE)), human, docs, "")
     shipped = out_of_fold(readings.x, readings.target, readings.docs, True, FOLDS)
-    trained = scores(question, rows, models[0])[0]
-    blend = (shipped + trained) / 2
+    blend = (shipped + probs[first]) / 2
     out_rows.append(
         row("shipped design: head over the untrained judge's readings", log_odds(shipped))
     )
