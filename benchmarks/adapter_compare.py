@@ -15,9 +15,11 @@ the lean run: adapter_compare.<after>[-pieces].json).
 
 from __future__ import annotations
 
+import numpy as np
 from chunked_judge import CHUNKED
 from harness import DATA_DIR, add_out, write_figures
 from heads import est, measured, statistic
+from judge_ceiling import log_odds
 from trained_judge import QUESTION, TASKS, code_features, scores
 
 from anvil_local.bench import stats
@@ -69,6 +71,9 @@ def main() -> None:
             f"{task}: {args.after} minus {args.before}, {key} {diff.value:+.3f} "
             f"[{diff.low:+.2f}, {diff.high:+.2f}] (paired, {len(set(docs))} documents)"
         )
+        print(notes[-1], flush=True)
+        agree = np.corrcoef(log_odds(preds["before"]), log_odds(preds["after"]))[0, 1]
+        notes.append(f"{task}: the two adapters' log-odds correlate at {agree:.2f}, case by case")
         print(notes[-1], flush=True)
     write_figures(
         args,

@@ -132,8 +132,8 @@ def main() -> None:
     write_figures(
         args,
         "judge_ceiling",
-        f"{args.task}: adapters trained on different data, and the judge without support "
-        "(120-word pieces, no dev label)",
+        f"{args.task}: adapters trained on different data, the judge without support, and "
+        "beside the shipped head (120-word pieces, no dev label)",
         ["reads", "AUROC", "bal. acc. at 0.5"],
         out_rows,
         notes=notes,
