@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
         "anvil_local.doctor",
         "anvil_local.comparison",
         "anvil_local.view",
+        "anvil_local.serve",
     ),
     ("anvil_local.train",),
     ("anvil_local.cli", "anvil_local"),

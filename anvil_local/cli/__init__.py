@@ -4,7 +4,17 @@
 takes, and each other module one command group. Heavy imports wait inside the commands, so
 `anvil --help` stays quick."""
 
-from anvil_local.cli import bench, doctor, evaluate, fit, metric_files, models, perturb, train
+from anvil_local.cli import (
+    bench,
+    doctor,
+    evaluate,
+    fit,
+    metric_files,
+    models,
+    perturb,
+    serve,
+    train,
+)
 from anvil_local.cli.bundle import bundle
 from anvil_local.cli.compare import compare_command
 from anvil_local.cli.root import (
@@ -31,5 +41,6 @@ main.add_command(evaluate.eval_command)
 main.add_command(evaluate.merge)
 main.add_command(compare_command)
 main.add_command(view_command)
+main.add_command(serve.serve)
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_CRASHED", "EXIT_FAILED", "EXIT_INTERRUPTED", "main"]

@@ -76,6 +76,16 @@ PROBE_MODEL = _declare(
     "(the doctor never tunes).",
 )
 
+SERVE_MODELS = _declare(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="NAME|PATH",
+    help="A model to serve: a catalogue name (an adapter too) or a .gguf path; repeatable, "
+    "requests pick one by its name. Default: the default judge, $ANVIL_MODEL else the "
+    "file `anvil models tune` chose for this host.",
+)
+
 KIT_MODELS = _declare(
     "--model",
     "models",

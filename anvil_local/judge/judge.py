@@ -32,7 +32,7 @@ from anvil_local.judge.results import (
     ScoreResult,
     Usage,
 )
-from anvil_local.judge.template import TemplateParts, render_parts
+from anvil_local.judge.template import SYSTEM_PROMPT, TemplateParts, render_parts
 from anvil_local.judge.trie import PromptTrie
 
 log = logging.getLogger(__name__)
@@ -83,6 +83,7 @@ class Judge:
         self._head = self.format.head
         self._tail = self.format.tail
         self._block_cache: OrderedDict[str, list[int]] = OrderedDict()
+        self._systems: OrderedDict[str, Judge] = OrderedDict()
         self.usage = Usage()
         self.trie = PromptTrie()  # every sequence evaluated, for the distinct-token count
 
@@ -95,6 +96,20 @@ class Judge:
 
         adapter = Path(model.adapter) if model.adapter else None
         return cls(LlamaRuntime(Path(model.path), model.settings, adapter), model)
+
+    def with_system(self, system: str) -> Judge:
+        """This model prompted under another system message (a chat completion's own): a
+        judge over the same loaded model and KV cache, made once per system text. Use it
+        where this judge is used (the same thread): they share one llama context."""
+        sibling = self._systems.get(system)
+        if sibling is None:
+            sibling = Judge(self.runtime, self.model, model_template(self.runtime, system))
+            self._systems[system] = sibling
+            if len(self._systems) > 8:
+                self._systems.popitem(last=False)
+        else:
+            self._systems.move_to_end(system)
+        return sibling
 
     def close(self) -> None:
         """Free the model's native memory (a runtime without `close` holds none)."""
@@ -306,11 +321,13 @@ class Judge:
         return self.format.answer_text(self.runtime.detokenize(out))
 
 
-def model_template(runtime: Runtime) -> TemplateParts:
+def model_template(runtime: Runtime, system: str = SYSTEM_PROMPT) -> TemplateParts:
     """The model's own chat template split for judging, with its BOS and EOS texts."""
 
     def text(token: int) -> str:
         return runtime.detokenize([token], special=True) if token >= 0 else ""
 
     eos = runtime.end_ids[0] if runtime.end_ids else -1
-    return render_parts(runtime.chat_template, bos_token=text(runtime.bos_id), eos_token=text(eos))
+    return render_parts(
+        runtime.chat_template, system, bos_token=text(runtime.bos_id), eos_token=text(eos)
+    )
