@@ -8,6 +8,7 @@ from anvil_local.arena import ArenaTestCase, Contestant
 from anvil_local.conversation import ConversationalTestCase, MultiTurnParams, Turn
 from anvil_local.errors import AnvilError, UnsupportedFeature
 from anvil_local.judge import Judge, JudgeSettings
+from anvil_local.judge.remote import RemoteJudge, remote_judge
 from anvil_local.metrics import (
     ArenaGEval,
     BaseMetric,
@@ -75,6 +76,7 @@ __all__ = [
     "MultiTurnParams",
     "NodeType",
     "NonBinaryJudgementNode",
+    "RemoteJudge",
     "Rubric",
     "SingleTurnParams",
     "TaskNode",
@@ -91,4 +93,5 @@ __all__ = [
     "geval_panel",
     "load_metric",
     "load_metrics",
+    "remote_judge",
 ]

@@ -20,6 +20,11 @@ CLI turns any AnvilError into a single `Error: ...` line (`one_line()`) and exit
     ├── MetricTypeError                a definition holds the wrong type (also a TypeError)
     ├── MissingParamError              a case lacks a field a metric needs (a ValueError)
     ├── UnsupportedFeature             a DeepEval feature a local text judge cannot honour
+    ├── RemoteJudgeError               a decision server refused a request (422: one pair)
+    │   ├── JudgeRefused               ... refused the judge itself (401, 404, 501): the run stops
+    │   │   └── NoTextGeneration       ... has no chat completions (a task node needs text)
+    │   └── JudgeUnavailable           ... did not answer after its retries (a run moves the
+    │                                      work to another server, or stops)
     └── WorkerCrash                 3  a worker process died mid-run
 """
 
@@ -141,6 +146,26 @@ class MissingParamError(AnvilError, ValueError):
 class UnsupportedFeature(AnvilError, ValueError):
     """A DeepEval keyword or input this judge cannot honour (an image, a hosted service, a
     second model): refused in one line that says why, never dropped silently."""
+
+
+class RemoteJudgeError(AnvilError):
+    """A decision server refused a question (401, 404, 422, 501) or answered with another
+    judge than the run's: one line naming the server, the model and the status."""
+
+
+class JudgeRefused(RemoteJudgeError):
+    """A decision server refused the judge itself (a wrong key, no such model, no decisions
+    for it: 401, 403, 404, 501): no pair can be judged there, so a run stops at once."""
+
+
+class NoTextGeneration(JudgeRefused):
+    """A decision server answers decisions but no chat completions: a DAG task node (which
+    needs text) cannot be judged there; the walk names the node and the way out."""
+
+
+class JudgeUnavailable(RemoteJudgeError):
+    """A decision server did not answer after its retries (timeouts, resets, 429/503): the
+    pair was not judged. A run with other servers hands the work to them; never a score."""
 
 
 class WorkerCrash(AnvilError):

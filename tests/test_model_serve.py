@@ -6,8 +6,6 @@ bounded load test, reuse of the state, chat completions, and a clean stop on SIG
 from __future__ import annotations
 
 import json
-import os
-import re
 import signal
 import subprocess
 import sys
@@ -22,18 +20,17 @@ import jsonschema
 import pytest
 
 from anvil_local.judge import Prompt
-from anvil_local.paths import CACHE_DIR_ENV, DATA_DIR_ENV
 from anvil_local.serve.body import validate
 from anvil_local.serve.questions import state_blocks
 from anvil_local.serve.settings import Limits
 from anvil_local.serve.systemone import plan
 from anvil_local.serve.wire import SystemOneRequest
+from tests.serving import KEY, Server
 
 pytestmark = pytest.mark.model
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "tests" / "schemas" / "system-one-response.schema.json").read_text())
-KEY = "test-key-7f3a"
 MODEL = "smollm2-135m-instruct"
 ADAPTER = "smollm2-135m-faithful"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -52,35 +49,6 @@ QUESTIONS = {
         "criteria": ["can wait", "this week", "today"],
     },
 }
-
-
-class Server:
-    """A running `anvil serve` subprocess: its URL, its process, what it printed."""
-
-    def __init__(self, tmp: Path, data_dir: Path, *models: str) -> None:
-        env = {k: v for k, v in os.environ.items() if k not in ("ANVIL_MODEL", "ANVIL_API_KEY")}
-        env[CACHE_DIR_ENV] = str(tmp / "cache")
-        env[DATA_DIR_ENV] = str(data_dir)  # where the default model was pulled
-        args = [a for m in models for a in ("--model", m)]
-        cmd = [sys.executable, "-m", "anvil_local.cli", "serve", *args, "--port", "0"]
-        self.stderr = open(tmp / "serve.err", "w+")  # noqa: SIM115 - read after it stops
-        self.proc = subprocess.Popen(
-            [*cmd, "--api-key", KEY], stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()  # the ready line (or nothing, if it died)
-        found = re.search(r"ready at (http://\S+) \(", line)
-        assert found, f"no ready line: {line!r} {self.errors()}"
-        self.ready_line = line.strip()
-        self.url = found.group(1)
-
-    def errors(self) -> str:
-        self.stderr.seek(0)
-        return self.stderr.read()
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        self.proc.send_signal(sig)
-        return self.proc.wait(timeout=60)
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,8 @@ from anvil_local.cli import options
 @options.LABEL
 @options.METRICS
 @options.MODELS
+@options.JUDGE_URL
+@options.JUDGE_MODEL
 @options.LIMIT
 @options.DOCS
 @click.option(
@@ -61,6 +63,11 @@ def bench(no_cache: bool, progress: bool | None, **fields: Any) -> None:
     from anvil_local.bench.request import BenchRequest, run_bench
     from anvil_local.run.sinks import ProgressSink
 
+    remote = options.judge_from(
+        {"judge_urls": fields.pop("judge_urls"), "judge_model": fields.pop("judge_model")}
+    )
+    if remote is not None:  # one judge more to compare: the decision servers'
+        fields["models"] = (*fields["models"], remote)
     request = BenchRequest(use_cache=not no_cache, **fields)
     sinks = [] if progress is False else [ProgressSink(stream=sys.stderr)]
     click.echo(run_bench(request, sinks), nl=False)

@@ -103,7 +103,6 @@ def eval_command(
     uncertain_policy: str,
     fields: tuple[str, ...],
     progress: bool | None,
-    model: str | None,
     **load: Any,
 ) -> None:
     """Evaluate a dataset against metric files. Exit 0: all passed; 1: some case failed
@@ -118,6 +117,7 @@ def eval_command(
     from anvil_local.run.sinks import JUnitSink, ProgressSink, Sink, SummarySink
     from anvil_local.spec import load_metrics
 
+    model = options.judge_from(load)
     settings = options.settings_from(load)
     if out_file is not None:
         check_writable(out_file, "--out", regular=True)

@@ -23,6 +23,8 @@ from anvil_local.cli import options
 )
 @options.LABEL
 @options.MODEL
+@options.JUDGE_URL
+@options.JUDGE_MODEL
 @click.option(
     "--folds",
     type=click.IntRange(2),
@@ -53,6 +55,7 @@ def fit(
 
     if label is None:
         raise DataError("anvil fit needs --label labels.NAME")
+    fields["model"] = options.judge_from(fields)
     request = FitRequest(
         metric_file=fields.pop("metric_file"),
         label=label,

@@ -81,7 +81,7 @@ def export(metric_file: Path, target: str, out_file: Path | None) -> None:
 @click.command()
 @options.METRIC
 @options.JUDGE
-def steps(metric_file: Path, model: str | None, **load: Any) -> None:
+def steps(metric_file: Path, **load: Any) -> None:
     """Print a G-Eval metric's evaluation steps as TOML, to pin them in the file."""
     from anvil_local.models import open_session
     from anvil_local.spec import load_metric
@@ -89,7 +89,8 @@ def steps(metric_file: Path, model: str | None, **load: Any) -> None:
     metric = load_metric(metric_file)
     if not hasattr(metric, "steps_for"):  # GEval, ConversationalGEval, ArenaGEval
         raise DataError(f"{metric_file}: steps exist only for G-Eval metrics")
-    session = open_session(model, options.settings_from(load))
+    model = options.judge_from(load)
+    session = open_session(model or metric.model, options.settings_from(load))
     found = metric.steps_for(session)
     items = ",\n".join(f"  {json.dumps(s, ensure_ascii=False)}" for s in found)
     click.echo(f"# {metric.name}: evaluation steps for model {session.model.name}")
@@ -125,7 +126,6 @@ def explain(
     soft: bool,
     decode_check: bool,
     no_reason: bool,
-    model: str | None,
     **load: Any,
 ) -> None:
     """Show one case's walk (DAG) or score distribution (G-Eval), readably."""
@@ -152,7 +152,8 @@ def explain(
         case = rows[0].case
     else:
         raise DataError("give --case JSON, or --data FILE with --id ID")
-    session = open_session(model, options.settings_from(load))
+    model = options.judge_from(load)
+    session = open_session(model or metric.model, options.settings_from(load))
     result = metric.run(case, session, include_reason=False if no_reason else None)
     click.echo(f"case {case.id or '(no id)'}, model {session.model.name}")
     click.echo(render_result(result))

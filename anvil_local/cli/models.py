@@ -27,8 +27,8 @@ def _table(rows: list[tuple[str, ...]]) -> str:
 
 @models.command("list")
 def models_list() -> None:
-    """Known models, and whether each is on this machine."""
-    from anvil_local.models.catalogue import entries
+    """Known models, and whether each is on this machine; judges on decision servers last."""
+    from anvil_local.models.catalogue import entries, remote_entries
     from anvil_local.models.tuning import load_profile
 
     profile = load_profile()
@@ -49,6 +49,10 @@ def models_list() -> None:
                 e.licence or "-",
                 role,
             )
+        )
+    for r in remote_entries():  # judges on decision servers: nothing to pull
+        rows.append(
+            (r.name, "remote", "-", "-", "-", "-", f"{r.model or '-'} at {', '.join(r.urls)}")
         )
     click.echo(_table(rows))
 

@@ -130,8 +130,50 @@ BATCH_SIZE = _declare(
     help="Prompt tokens per llama.cpp decode batch.",
 )
 
-#: --model and the load settings: every command that loads one judge.
-JUDGE = _all(MODEL, N_CTX, THREADS, N_GPU_LAYERS, BATCH_SIZE)
+JUDGE_URL = _declare(
+    "--judge-url",
+    "judge_urls",
+    multiple=True,
+    metavar="URL",
+    help="Judge on a System One decision server instead of a local model (anvil serve, vLLM, "
+    "llama-server, Ollama, a hosted one); repeatable: servers of the same model share the "
+    "work. Default: $ANVIL_JUDGE_URL (comma-separated). Key: $ANVIL_JUDGE_KEY.",
+)
+
+JUDGE_MODEL = _declare(
+    "--judge-model",
+    default=None,
+    metavar="NAME",
+    help="The model to ask the --judge-url servers for. Default: $ANVIL_JUDGE_MODEL, else "
+    "the server's only (or first) model.",
+)
+
+#: --model, a decision server instead, and the load settings: every command that judges.
+JUDGE = _all(MODEL, JUDGE_URL, JUDGE_MODEL, N_CTX, THREADS, N_GPU_LAYERS, BATCH_SIZE)
+
+
+def judge_from(kwargs: dict[str, Any]) -> str | None:
+    """The judge of --model / --judge-url / --judge-model, taken out of a command's kwargs:
+    a model name or path, a decision server spec (`URL[,URL...]#MODEL`), or None."""
+    import os
+
+    model = kwargs.pop("model", None)
+    urls = kwargs.pop("judge_urls", ())
+    judge_model = kwargs.pop("judge_model", None)
+    if judge_model is not None and not urls:  # a model of the $ANVIL_JUDGE_URL servers
+        urls = tuple(u for u in os.environ.get("ANVIL_JUDGE_URL", "").split(",") if u.strip())
+        if not urls:
+            raise click.UsageError("--judge-model names a model of the --judge-url servers")
+    if urls and model is not None:
+        raise click.UsageError("give --model (a local judge) or --judge-url (a server), not both")
+    if not urls:
+        return model
+    for url in urls:
+        if not url.startswith(("http://", "https://")) or "#" in url:
+            raise click.UsageError(f"--judge-url takes http(s)://host[:port], got {url!r}")
+    joined = ",".join(u.rstrip("/") for u in urls)
+    return f"{joined}#{judge_model}" if judge_model else joined
+
 
 PROBE_THREADS = _declare(
     "--threads",

@@ -22,7 +22,7 @@ import numpy as np
 from anvil_local.errors import ContextOverflow, GenerationError, ModelError
 from anvil_local.judge.chat import ChatFormat
 from anvil_local.judge.model import ResolvedModel
-from anvil_local.judge.options import argmax_first, option_probabilities
+from anvil_local.judge.options import argmax_first, checked_options, option_probabilities
 from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.results import (
     ChoiceResult,
@@ -161,12 +161,7 @@ class Judge:
     def choose(self, prompt: Prompt, options: Sequence[str]) -> ChoiceResult:
         """Pick one of `options` (declared order kept) with the probability of each."""
         start = time.perf_counter()
-        labels = tuple(str(o) for o in options)
-        if not labels:
-            raise ValueError("choose() needs at least one option")
-        stripped = [label.strip() for label in labels]
-        if len(set(stripped)) != len(stripped):
-            raise ValueError(f"options must be distinct: {list(labels)}")
+        labels, stripped = checked_options(options)
         sequences = [self.format.option_tokens(s) for s in stripped]
         tokens = self._checked_tokens(prompt, max(len(s) for s in sequences) + 1)
         root, reused, evaluated = self.runtime.evaluate(tokens)

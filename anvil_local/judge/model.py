@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from anvil_local.judge.settings import JudgeSettings
 
@@ -30,6 +31,9 @@ class ResolvedModel:
     adapter: str = ""
     adapter_sha256: str = ""
     base_sha256: str = ""  # with an adapter: the sha256 of the file at `path`
+    # a judge on decision servers (`judge.remote`): their specs, all serving this identity;
+    # `path` is then the first one's URL
+    remote: tuple[Any, ...] = ()
 
     def faithful_source(self) -> tuple[str, str] | None:
         """(name, sha256) of the model this file was converted from without losing

@@ -105,3 +105,15 @@ def argmax_first(probs: Sequence[float]) -> int:
         if p > probs[best]:
             best = i
     return best
+
+
+def checked_options(options: Sequence[object]) -> tuple[tuple[str, ...], list[str]]:
+    """The options as declared (labels) and as read (stripped); none, or two that differ
+    only in spaces, are refused (by every judge, local or remote, the same way)."""
+    labels = tuple(str(o) for o in options)
+    if not labels:
+        raise ValueError("choose() needs at least one option")
+    stripped = [label.strip() for label in labels]
+    if len(set(stripped)) != len(stripped):
+        raise ValueError(f"options must be distinct: {list(labels)}")
+    return labels, stripped

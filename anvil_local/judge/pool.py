@@ -35,7 +35,8 @@ class JudgePool:
 
     @staticmethod
     def key(model: ResolvedModel) -> Key:
-        return (os.path.realpath(model.path), model.sha256, model.settings)
+        where = model.path if model.remote else os.path.realpath(model.path)
+        return (where, model.sha256, model.settings)
 
     def get(self, model: ResolvedModel) -> Any:
         """The judge for this model file and settings (loaded now if it is not held)."""
@@ -44,9 +45,14 @@ class JudgePool:
         if judge is not None:
             self._judges.move_to_end(key)
             return judge
-        from anvil_local.judge.judge import Judge
+        if model.remote:  # a decision server: the first one (a run spreads over the rest)
+            from anvil_local.judge.remote import RemoteJudge
 
-        judge = Judge.load(model)
+            judge = RemoteJudge(model.remote[0], expected=model)
+        else:
+            from anvil_local.judge.judge import Judge
+
+            judge = Judge.load(model)
         self._judges[key] = judge
         while len(self._judges) > self.limit:
             _, oldest = self._judges.popitem(last=False)

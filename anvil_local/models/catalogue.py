@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from anvil_local.errors import ModelError
+from anvil_local.judge.remote import KEY_ENV, RemoteSpec
 from anvil_local.paths import data_dir
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -73,6 +74,63 @@ class ModelEntry:
         return data_dir() / "models" / self.file
 
 
+@dataclass(frozen=True)
+class RemoteEntry:
+    """A judge on decision servers (`kind = "remote"`): the URL (`url`, or `urls` for
+    several serving the same model), the model to ask for, the environment variable that
+    holds the key, the timeout and the requests in flight per server."""
+
+    name: str
+    urls: tuple[str, ...]
+    model: str | None = None
+    key_env: str = KEY_ENV
+    timeout: float = 120.0
+    concurrency: int = 1
+    max_levels: int = 10
+    description: str = ""
+    origin: str = ""
+
+    def specs(self) -> tuple[RemoteSpec, ...]:
+        return tuple(
+            RemoteSpec.parse(
+                url,
+                self.model,
+                key_env=self.key_env,
+                timeout=self.timeout,
+                concurrency=self.concurrency,
+                max_levels=self.max_levels,
+            )
+            for url in self.urls
+        )
+
+
+def _remote_entry(raw: dict, path: Path) -> RemoteEntry:
+    raw = dict(raw)
+    raw.pop("kind", None)
+    url, urls = raw.pop("url", None), raw.pop("urls", None)
+    found = ([url] if url else []) + list(urls or [])
+    if not found:
+        raise ModelError(f"catalogue entry {path}: a remote judge needs 'url' or 'urls'")
+    return RemoteEntry(urls=tuple(found), origin=str(path), **raw)
+
+
+def remote_entries() -> list[RemoteEntry]:
+    """The judges on decision servers the catalogue names (shipped, then the user's)."""
+    found: dict[str, RemoteEntry] = {}
+    for path, raw in _raw_entries():
+        if raw.get("kind") == "remote":
+            try:
+                entry = _remote_entry(raw, path)
+            except TypeError as exc:
+                raise ModelError(f"catalogue entry {path} is not valid: {exc}") from exc
+            found[entry.name] = entry
+    return list(found.values())
+
+
+def find_remote_entry(name: str) -> RemoteEntry | None:
+    return next((e for e in remote_entries() if e.name == name), None)
+
+
 def shipped_dir() -> Path:
     """The shipped entries: packaged into the wheel, else the checkout's `models/`."""
     package = Path(__file__).resolve().parent.parent
@@ -86,23 +144,39 @@ def user_catalogue_dir() -> Path:
     return data_dir() / "catalogue"
 
 
-def _parse_entry(path: Path) -> ModelEntry:
+def _read(path: Path) -> dict:
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        parts = tuple(Part(**p) for p in raw.pop("parts", []))
-        return ModelEntry(parts=parts, origin=str(path), **raw)
-    except (OSError, tomllib.TOMLDecodeError, TypeError) as exc:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ModelError(f"catalogue entry {path} is not valid: {exc}") from exc
 
 
-def entries() -> list[ModelEntry]:
-    """All known models, shipped first, then the user's; sorted by name within each."""
-    found: dict[str, ModelEntry] = {}
+def _parse_entry(path: Path, raw: dict | None = None) -> ModelEntry:
+    raw = dict(raw if raw is not None else _read(path))
+    try:
+        parts = tuple(Part(**p) for p in raw.pop("parts", []))
+        return ModelEntry(parts=parts, origin=str(path), **raw)
+    except TypeError as exc:
+        raise ModelError(f"catalogue entry {path} is not valid: {exc}") from exc
+
+
+def _raw_entries() -> list[tuple[Path, dict]]:
+    """Every entry file's table, shipped first, then the user's; sorted by name in each."""
+    found = []
     for folder in (shipped_dir(), user_catalogue_dir()):
         if folder.is_dir():
-            for path in sorted(folder.glob("*.toml")):
-                entry = _parse_entry(path)
-                found[entry.name] = entry
+            found += [(path, _read(path)) for path in sorted(folder.glob("*.toml"))]
+    return found
+
+
+def entries() -> list[ModelEntry]:
+    """All known model files, shipped first, then the user's (remote judges aside: see
+    `remote_entries`)."""
+    found: dict[str, ModelEntry] = {}
+    for path, raw in _raw_entries():
+        if raw.get("kind") != "remote":
+            entry = _parse_entry(path, raw)
+            found[entry.name] = entry
     return list(found.values())
 
 

@@ -13,19 +13,25 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from anvil_local.errors import ModelError
 from anvil_local.judge.convert import keeps_precision
 from anvil_local.judge.model import ResolvedModel, adapter_identity
+from anvil_local.judge.remote import RemoteSpec, is_url, resolve_remote
 from anvil_local.judge.settings import JudgeSettings, default_threads
-from anvil_local.models.catalogue import ModelEntry, get_entry, sha256_file
+from anvil_local.models.catalogue import ModelEntry, find_remote_entry, get_entry, sha256_file
 from anvil_local.models.store import ensure_model
 from anvil_local.models.tuning import default_judge, tuned_threads
 
 #: Pins the model runs use when no --model is given (a catalogue name or a .gguf path).
 MODEL_ENV = "ANVIL_MODEL"
+#: A decision server (or several, comma-separated) runs judge on when no --model is given.
+JUDGE_URL_ENV = "ANVIL_JUDGE_URL"
+#: The model to ask that server for (default: its only or first model).
+JUDGE_MODEL_ENV = "ANVIL_JUDGE_MODEL"
 
-ModelSpec = str | os.PathLike | ResolvedModel | None
+ModelSpec = str | os.PathLike | ResolvedModel | RemoteSpec | None
 
 
 def resolve_model(
@@ -36,6 +42,11 @@ def resolve_model(
 ) -> ResolvedModel:
     """The run's model (see the module docstring). `tune` False never measures the host
     (an untuned host then gets the shipped file)."""
+    remote = remote_specs(spec)
+    if remote:
+        return resolve_remote(remote)
+    if isinstance(spec, ResolvedModel) and spec.remote:
+        return spec
     found = spec if isinstance(spec, ResolvedModel) else _identify(spec, tune)
     given = settings or (found.settings if isinstance(spec, ResolvedModel) else JudgeSettings())
     if given.thinking is None:  # the model's own setting (its catalogue entry)
@@ -45,6 +56,32 @@ def resolve_model(
         threads = max(1, (tuned_threads() or default_threads()) // max(1, workers))
         model = model.with_settings(replace(model.settings, threads=threads))
     return model
+
+
+def remote_specs(spec: Any) -> tuple[RemoteSpec, ...]:
+    """The decision servers a spec names: a URL (`http://host:port#model`), a RemoteSpec or
+    several, a remote catalogue entry; nothing given: $ANVIL_JUDGE_URL (comma-separated,
+    with $ANVIL_JUDGE_MODEL). Empty for a local model."""
+    if spec is None:
+        urls = os.environ.get(JUDGE_URL_ENV, "").strip()
+        if not urls:
+            return ()
+        if os.environ.get(MODEL_ENV, "").strip():
+            raise ModelError(f"set {MODEL_ENV} or {JUDGE_URL_ENV}, not both")
+        model = os.environ.get(JUDGE_MODEL_ENV, "").strip() or None
+        return tuple(RemoteSpec.parse(u, model) for u in urls.split(",") if u.strip())
+    if isinstance(spec, RemoteSpec):
+        return (spec,)
+    if isinstance(spec, tuple | list) and spec and all(isinstance(s, RemoteSpec) for s in spec):
+        return tuple(spec)
+    if is_url(spec):  # one server, or several: "http://a:8000,http://b:8000#model"
+        urls, _, model = str(spec).partition("#")
+        return tuple(RemoteSpec.parse(u, model or None) for u in urls.split(",") if u.strip())
+    if isinstance(spec, str):
+        entry = find_remote_entry(spec)
+        if entry is not None:
+            return entry.specs()
+    return ()
 
 
 def model_file(spec: str | os.PathLike | None, tune: bool = True) -> tuple[str, Path]:

@@ -30,6 +30,8 @@ def as_session(judge: Any = None, model: Any = None) -> JudgeSession:
     with the same primitives), or nothing (then `model`, the metric's own, is opened)."""
     if isinstance(judge, JudgeSession):
         return judge
+    if judge is None and hasattr(model, "choose"):  # the metric's own judge object
+        judge = model
     if judge is None or not hasattr(judge, "choose"):
         return open_session(judge if judge is not None else model)
     return JudgeSession(judge, default_cache())

@@ -26,6 +26,7 @@ from anvil_local.metrics.result import MetricResult
 from anvil_local.models.resolve import resolve_model
 from anvil_local.run.dataset import CaseRow, TestCase, rows_from_cases
 from anvil_local.run.executors import Executor, make_executor
+from anvil_local.run.executors.remote import RemoteExecutor
 from anvil_local.run.goldens import EvaluationDataset
 from anvil_local.run.meta import run_meta
 from anvil_local.run.plan import Plan, Shard, check_inputs, make_plan, shard_rows
@@ -84,12 +85,18 @@ def evaluate(
         run_executor = make_executor(executor, jobs, session=session)
     else:
         run_executor = executor
-    resolved = _model_of(session, model, metrics, settings, run_executor.workers)
+    judges, judge_of = _judges_of(session, model, metrics, settings, run_executor.workers)
+    if session is None and _on_this_machine(run_executor) and all(j.remote for j in judges):
+        # judged on decision servers: threads over them, not worker processes
+        lanes = sum(max(jobs, s.concurrency) for j in judges for s in j.remote)
+        if lanes > 1:
+            run_executor = RemoteExecutor(jobs, lanes)
+    by_metric = {m.name: judges[judge_of[i]] for i, m in enumerate(metrics)}
 
     results_file = None
     if out is not None:
         meta = run_meta(
-            resolved,
+            by_metric,
             metrics,
             ((row.case_id, row.case.content_key()) for row in every_row),
             count=len(every_row),
@@ -104,12 +111,13 @@ def evaluate(
     reported = False  # whether the run got far enough for its sinks to report it
     try:
         wanted = {(r.case_id, m.name) for r in rows for m in metrics}
-        resumed = results_file.resume(resolved, wanted) if results_file is not None else []
+        resumed = results_file.resume(by_metric, wanted) if results_file is not None else []
         cache = default_cache() if use_cache else None
         plan = make_plan(
             rows,
             metrics,
-            resolved,
+            judges,
+            judge_of=judge_of,
             resumed=resumed,
             cache=cache,
             include_reason=include_reason,
@@ -120,7 +128,7 @@ def evaluate(
         if results_file is not None:
             all_sinks.append(results_file)
         if cache is not None:
-            all_sinks.append(CacheSink(cache, resolved, include_reason))
+            all_sinks.append(CacheSink(cache, by_metric, include_reason))
         if on_line is not None:
             all_sinks.append(ProgressSink(on_line))
         all_sinks += sinks
@@ -156,7 +164,7 @@ def _run(
     by_position = {row.position: row for row in plan.rows}
 
     def emit(row: CaseRow, index: int, result: MetricResult, cached: bool) -> None:
-        model = plan.model
+        model = plan.model_for(index)
         result = calibrate(
             plan.metrics[index],
             result,
@@ -209,23 +217,45 @@ def _as_rows(test_cases: Sequence[Any]) -> list[CaseRow]:
     return rows
 
 
-def _model_of(
+def _on_this_machine(executor: Any) -> bool:
+    """The executors a run on decision servers replaces with threads over them (the local
+    one without a judge of its own, and the process pool); Ray and your own are kept."""
+    from anvil_local.run.executors.local import LocalExecutor
+    from anvil_local.run.executors.pool import PoolExecutor
+
+    if isinstance(executor, LocalExecutor):
+        return executor.session is None
+    return isinstance(executor, PoolExecutor)
+
+
+def _judges_of(
     session: Any,
     model: Any,
     metrics: list[BaseMetric],
     settings: JudgeSettings | None,
     workers: int,
-) -> ResolvedModel:
-    """The run's model: the loaded judge's, else the one given or the one the metrics name,
-    resolved for the executor's workers."""
+) -> tuple[list[ResolvedModel], list[int]]:
+    """Each metric's judge: the loaded judge or the model the run was given, for every
+    metric; else the judge each metric names (a catalogue name, a path, a decision server),
+    and for a metric that names none the default judge ($ANVIL_JUDGE_URL, $ANVIL_MODEL, else
+    this host's tuned default), never another metric's. Returns the distinct judges and
+    each metric's index into them, resolved for the executor's workers."""
     if session is not None:
-        return session.model
-    if model is None:
-        named = {str(m.model) for m in metrics if m.model is not None}
-        if len(named) > 1:
-            raise DataError(
-                f"the metrics name different models ({', '.join(sorted(named))}); "
-                "evaluate them separately or pass model="
-            )
-        model = next(iter(named), None)
-    return resolve_model(model, settings, workers)
+        return [session.model], [0] * len(metrics)
+    if model is not None:
+        return [resolve_model(model, settings, workers)], [0] * len(metrics)
+    judges: list[ResolvedModel] = []
+    judge_of: list[int] = []
+    resolved: dict[str, ResolvedModel] = {}
+    for metric in metrics:
+        spec = metric.model
+        if hasattr(spec, "choose"):  # a judge object (a remote judge, a loaded judge)
+            spec = spec.model
+        key = spec if isinstance(spec, ResolvedModel) else str(spec)
+        if key not in resolved:
+            resolved[key] = resolve_model(spec, settings, workers)
+        judge = resolved[key]
+        if judge not in judges:
+            judges.append(judge)
+        judge_of.append(judges.index(judge))
+    return judges, judge_of

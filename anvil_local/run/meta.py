@@ -68,11 +68,18 @@ def _now() -> str:
 
 @dataclass(frozen=True)
 class MetricInfo:
+    """A metric's definition hash and definition, and the judge that judged it where a run
+    has several (name, sha256, and a decision server's URL)."""
+
     sha256: str
     definition: dict[str, Any] = field(default_factory=dict)
+    judge: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sha256": self.sha256, "definition": self.definition}
+        data = {"sha256": self.sha256, "definition": self.definition}
+        if self.judge is not None:
+            data["judge"] = self.judge
+        return data
 
 
 @dataclass(frozen=True)
@@ -155,7 +162,11 @@ class RunMeta:
                 )
             model = body["model"]
             metrics = {
-                str(name): MetricInfo(str(info["sha256"]), dict(info.get("definition") or {}))
+                str(name): MetricInfo(
+                    str(info["sha256"]),
+                    dict(info.get("definition") or {}),
+                    dict(info["judge"]) if isinstance(info.get("judge"), dict) else None,
+                )
                 for name, info in body["metrics"].items()
             }
             runs = tuple(_run_from_dict(run) for run in body.get("runs") or ())
@@ -250,8 +261,16 @@ def _same_latest(metas: Sequence[tuple[str, RunMeta]], what: str, key: Any, advi
         raise DataError(f"the files were run on different {what}: {places}; {advice}")
 
 
+def judge_info(model: ResolvedModel) -> dict[str, Any]:
+    """How the metadata names a judge: its name and sha256, and its decision servers."""
+    info: dict[str, Any] = {"name": model.name, "sha256": model.sha256}
+    if model.remote:
+        info["servers"] = [spec.url for spec in model.remote]
+    return info
+
+
 def run_meta(
-    model: ResolvedModel,
+    model: ResolvedModel | dict[str, ResolvedModel],
     metrics: Sequence[BaseMetric],
     cases: Iterable[tuple[str, str]],
     *,
@@ -262,8 +281,16 @@ def run_meta(
     shard: str | None = None,
 ) -> RunMeta:
     """The metadata of a run about to start: `cases` are the (case id, content key) of every
-    case asked for, before any shard is cut, so the shards of one run agree."""
+    case asked for, before any shard is cut, so the shards of one run agree. `model` is the
+    run's judge, or each metric's by name: with one judge the file names it (as always);
+    with several it names them all and each metric its own, and the file's judge sha256 is
+    a hash over them, so a resume or `anvil compare` sees any metric's judge change."""
     from anvil_local.judge.native import llama_cpp_version
+
+    judges = model if isinstance(model, dict) else {m.name: model for m in metrics}
+    distinct = list(dict.fromkeys(judges.values()))
+    model = distinct[0] if distinct else model  # type: ignore[assignment]
+    assert isinstance(model, ResolvedModel)
 
     run = RunInfo(
         anvil=_package_version("anvil-local"),
@@ -276,5 +303,15 @@ def run_meta(
         jobs=jobs,
         shard=shard,
     )
-    infos = {m.name: MetricInfo(metric_sha256(m), m.to_dict()) for m in metrics}
-    return RunMeta(model.name, model.sha256, infos, (run,))
+    several = len(distinct) > 1 or model.remote
+    infos = {
+        m.name: MetricInfo(
+            metric_sha256(m), m.to_dict(), judge_info(judges[m.name]) if several else None
+        )
+        for m in metrics
+    }
+    if len(distinct) == 1:
+        return RunMeta(model.name, model.sha256, infos, (run,))
+    name = "several judges: " + ", ".join(j.name for j in distinct)
+    sha = digest("judges", sorted([m.name, judges[m.name].sha256] for m in metrics))
+    return RunMeta(name, sha, infos, (run,))

@@ -63,13 +63,26 @@ WorkGroup = list[WorkItem]  # cases sharing a prompt prefix, judged back to back
 
 @dataclass
 class Plan:
+    """What a run judges. Each metric has its judge (`judge_of[i]` indexes `judges`); each
+    group is judged by one judge (`group_judge`), so every judge's prompt trie holds."""
+
     rows: list[CaseRow]
     metrics: list[BaseMetric]
-    model: ResolvedModel
+    judges: list[ResolvedModel]
+    judge_of: list[int]
     include_reason: bool | None = None
     resumed: list[ResultLine] = field(default_factory=list)
     cached: list[tuple[CaseRow, int, MetricResult]] = field(default_factory=list)
     groups: list[WorkGroup] = field(default_factory=list)
+    group_judge: list[int] = field(default_factory=list)
+
+    @property
+    def model(self) -> ResolvedModel:
+        """The run's judge, when every metric has the same one (else the first)."""
+        return self.judges[0]
+
+    def model_for(self, metric: int) -> ResolvedModel:
+        return self.judges[self.judge_of[metric]]
 
     @property
     def pairs_to_judge(self) -> int:
@@ -135,32 +148,41 @@ def shard_rows(rows: list[CaseRow], shard: Shard | None) -> list[CaseRow]:
 def make_plan(
     rows: list[CaseRow],
     metrics: list[BaseMetric],
-    model: ResolvedModel,
+    judges: ResolvedModel | list[ResolvedModel],
     *,
+    judge_of: list[int] | None = None,
     resumed: list[ResultLine] = (),  # type: ignore[assignment]
     cache: Cache | None = None,
     include_reason: bool | None = None,
     workers: int = 1,
 ) -> Plan:
-    """Everything asked for, minus what is resumed or cached, grouped for `workers`."""
-    plan = Plan(rows, metrics, model, include_reason, resumed=list(resumed))
+    """Everything asked for, minus what is resumed or cached, grouped by judge and prompt
+    prefix for `workers`. `judges` is one model for every metric, or a list with `judge_of`
+    naming each metric's."""
+    if isinstance(judges, ResolvedModel):
+        judges, judge_of = [judges], [0] * len(metrics)
+    assert judge_of is not None and len(judge_of) == len(metrics)
+    plan = Plan(rows, metrics, list(judges), list(judge_of), include_reason, list(resumed))
     done = {(line.case_id, line.metric) for line in plan.resumed}
-    todo: list[WorkItem] = []
-    for row in rows:
-        pending = []
-        for index, metric in enumerate(metrics):
-            if (row.case_id, metric.name) in done:
-                continue
-            hit = _cached(cache, model, metric, row.case, include_reason)
-            if hit is not None:
-                plan.cached.append((row, index, hit))
-            else:
-                pending.append(index)
-        if pending:
-            todo.append(WorkItem(row, tuple(pending)))
-    by_position = {item.row.position: item for item in todo}
-    groups = split_for_workers(group_by_prefix([item.row for item in todo]), workers)
-    plan.groups = [[by_position[row.position] for row in group] for group in groups]
+    for judge in range(len(plan.judges)):
+        todo: list[WorkItem] = []
+        for row in rows:
+            pending = []
+            for index, metric in enumerate(metrics):
+                if plan.judge_of[index] != judge or (row.case_id, metric.name) in done:
+                    continue
+                hit = _cached(cache, plan.judges[judge], metric, row.case, include_reason)
+                if hit is not None:
+                    plan.cached.append((row, index, hit))
+                else:
+                    pending.append(index)
+            if pending:
+                todo.append(WorkItem(row, tuple(pending)))
+        by_position = {item.row.position: item for item in todo}
+        groups = split_for_workers(group_by_prefix([item.row for item in todo]), workers)
+        plan.groups += [[by_position[row.position] for row in group] for group in groups]
+        plan.group_judge += [judge] * len(groups)
+    plan.cached.sort(key=lambda hit: (hit[0].position, hit[1]))  # file order, as before
     return plan
 
 

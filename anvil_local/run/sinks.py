@@ -68,11 +68,12 @@ class ResultsFileSink(BaseSink):
         self.writer = ResultWriter(path)
         self.meta = meta
 
-    def resume(self, model: ResolvedModel, wanted: set[Pair]) -> list[ResultLine]:
+    def resume(self, judges: dict[str, ResolvedModel], wanted: set[Pair]) -> list[ResultLine]:
         """Lock the file and read back the lines of pairs still asked for. Error lines are
         dropped from the file (their pairs run again), so it keeps one line per pair. A
-        file with metadata must agree with this run's (same model, no metric redefined) and
-        records this run; a file without it (an older one) is resumed without."""
+        file with metadata must agree with this run's (same judges, no metric redefined)
+        and records this run; a file without it (an older one) is resumed without. `judges`
+        holds each metric's judge, by metric name."""
         self.writer.lock()
         kept: list[ResultLine] = []
         done: set[Pair] = set()
@@ -86,7 +87,8 @@ class ResultsFileSink(BaseSink):
             meta = self.meta  # a new or empty file: its metadata goes first
         self.writer.new_meta = meta
         for item in items:
-            if item.get("model_sha256") not in (None, model.sha256):
+            judge = judges.get(str(item.get("metric")))
+            if judge is not None and item.get("model_sha256") not in (None, judge.sha256):
                 raise DataError(
                     f"{self.writer.path} holds results of another model ({item.get('model')}); "
                     "use another --out or remove the file"
@@ -120,16 +122,19 @@ class ResultsFileSink(BaseSink):
 class CacheSink(BaseSink):
     """Fills the result cache with every pair judged (not errors, not cache hits)."""
 
-    def __init__(self, cache: Cache, model: ResolvedModel, include_reason: bool | None) -> None:
+    def __init__(
+        self, cache: Cache, judges: dict[str, ResolvedModel], include_reason: bool | None
+    ) -> None:
         self.cache = cache
-        self.model = model
+        self.judges = judges  # each metric's judge, by metric name
         self.include_reason = include_reason
 
     def accept(self, item: Judged) -> None:
         line = item.line
         if line.cached or line.result.error is not None:
             return
-        key = result_key(self.model.sha256, item.metric, item.row.case, self.include_reason)
+        judge = self.judges[item.metric.name]
+        key = result_key(judge.sha256, item.metric, item.row.case, self.include_reason)
         self.cache.put_result(key, uncalibrated(plain(line.result)).to_dict())
 
 

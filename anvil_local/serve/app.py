@@ -98,6 +98,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> Starlette:
                 sha256=s.model.sha256,
                 adapter=s.model.adapter or None,
                 n_ctx=s.judge.runtime.n_ctx,
+                identity=s.identity,
             )
             for s in engine.served.values()
         ]

@@ -27,10 +27,11 @@ from anvil_local.serve.wire import (
 @dataclass(frozen=True)
 class ChatPlan:
     system: str | None
-    user: str
+    prompt: Prompt  # one user message, or the extension's verbatim prompt
     max_tokens: int | None
     stop: tuple[str, ...]
     schema: dict[str, Any] | None
+    regex: str | None = None
 
 
 def _text(content: str | list[TextPart]) -> str:
@@ -68,7 +69,16 @@ def plan(request: ChatRequest, limits: Limits) -> ChatPlan:
         schema = form.json_schema.schema_
     elif form is not None and form.type == "json_object":
         schema = {"type": "object"}
-    return ChatPlan(system, _text(messages[0].content), budget, stop, schema)
+    prompt = Prompt((), _text(messages[0].content))
+    regex = None
+    if request.anvil is not None:  # the private extension: the prompt as metrics lay it out
+        if system is not None:
+            raise invalid("the 'anvil' extension's prompt has the judge's own system message")
+        prompt = Prompt(tuple(request.anvil.prompt.blocks), request.anvil.prompt.question)
+        regex = request.anvil.regex
+        if regex is not None and schema is not None:
+            raise invalid("give a response_format or the extension's regex, not both")
+    return ChatPlan(system, prompt, budget, stop, schema, regex)
 
 
 def generate(chat: ChatPlan, limits: Limits) -> Callable[[Judge, Ticket], GenerationResult]:
@@ -76,13 +86,15 @@ def generate(chat: ChatPlan, limits: Limits) -> Callable[[Judge, Ticket], Genera
         ticket.check()
         if chat.system is not None:
             judge = judge.with_system(chat.system)
-        prompt = Prompt((), chat.user)
+        prompt = chat.prompt
         budget = chat.max_tokens
         if budget is None:  # as much as the limit and the context allow
             room = judge.runtime.n_ctx - len(judge.prompt_tokens(prompt))
             budget = max(1, min(limits.max_tokens, room))
         try:
-            return judge.generate(prompt, budget, schema=chat.schema, stop=chat.stop)
+            return judge.generate(
+                prompt, budget, schema=chat.schema, regex=chat.regex, stop=chat.stop
+            )
         except ContextOverflow as exc:
             raise tokens_exceeded(exc.tokens, exc.limit) from None
         except GenerationError as exc:
@@ -113,6 +125,7 @@ async def chat_completion(
             completion_tokens=result.tokens,
             total_tokens=prompt_tokens + result.tokens,
         ),
+        anvil={"identity": served.identity} if request.anvil is not None else None,
     )
     headers = {
         "X-Anvil-Evaluated-Tokens": str(result.usage.evaluated_tokens),

@@ -36,7 +36,10 @@ def read_questions(
     """The lane's work for one request: each question read over its options, in order."""
 
     def work(judge: Judge, ticket: Ticket) -> Readings:
-        prompts = [Prompt(tuple(blocks), ask.question) for ask in asks]
+        prompts = [
+            Prompt(ask.blocks if ask.blocks is not None else tuple(blocks), ask.question)
+            for ask in asks
+        ]
         trie = PromptTrie()
         input_tokens = sum(trie.add(judge.prompt_tokens(p)) for p in prompts)
         readings = []

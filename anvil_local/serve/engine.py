@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from anvil_local.judge import Judge, JudgePool
 from anvil_local.judge.model import ResolvedModel
+from anvil_local.judge.native import llama_cpp_version
 from anvil_local.judge.trie import PromptTrie
 from anvil_local.serve.errors import (
     ServeError,
@@ -65,6 +66,23 @@ class Served:
     model: ResolvedModel
     judge: Judge
     lane: ThreadPoolExecutor
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What decides this judge's numbers, echoed to anvil's remote judge so a run can
+        refuse answers from another model or build: the model (and adapter), the load
+        settings that can change logits, the chat template's source, llama.cpp's version."""
+        settings = self.model.settings
+        return {
+            "model": self.name,
+            "sha256": self.model.sha256,
+            "adapter_sha256": self.model.adapter_sha256 or None,
+            "n_ctx": self.judge.runtime.n_ctx,
+            "n_batch": settings.n_batch,
+            "n_gpu_layers": settings.n_gpu_layers,
+            "template": self.judge.template.source,
+            "llama_cpp": llama_cpp_version(),
+        }
 
     @property
     def description(self) -> str:

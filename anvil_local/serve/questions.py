@@ -47,12 +47,15 @@ YES, NO = "Yes", "No"
 class Ask:
     """One question as the judge reads it. `kind` is noul, choice or score; `labels` are the
     names answers use (choice labels as given, score levels "0".."N-1"), `options` the text
-    read for each (the same, stripped); `legend` holds a score's level descriptions."""
+    read for each (the same, stripped); `legend` holds a score's level descriptions. `blocks`
+    is None for a question read after the request's shared state, else the blocks of a
+    prompt sent verbatim (the private extension)."""
 
     kind: str
     question: str
     labels: tuple[str, ...]
     legend: tuple[Content, ...] = ()
+    blocks: tuple[str, ...] | None = None  # its own prompt's blocks (the extension's)
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -117,6 +120,18 @@ def score_ask(question: ScoreQuestion, limits: Limits) -> Ask:
     return Ask(
         "score", "\n".join(lines), tuple(str(i) for i in range(levels)), tuple(question.criteria)
     )
+
+
+def verbatim_ask(question: Any, blocks: Sequence[str], text: str, limits: Limits) -> Ask:
+    """A question whose prompt came verbatim (the extension): a choice over its labels."""
+    if not isinstance(question, ChoiceQuestion):
+        raise invalid("with the 'anvil' extension every question is a choice over its options")
+    labels = tuple(question.criteria)
+    _check_count("a choice question", "labels", len(labels), MIN_OPTIONS, limits.options)
+    stripped = [label.strip() for label in labels]
+    if not all(stripped) or len(set(stripped)) != len(stripped):
+        raise invalid(f"options must be distinct and not empty: {list(labels)}")
+    return Ask("choice", text, labels, blocks=tuple(blocks))
 
 
 def ask_for(question: Any, limits: Limits) -> Ask:

@@ -8,8 +8,8 @@ from typing import Any
 
 from anvil_local.serve.decide import read_questions, usage_headers
 from anvil_local.serve.engine import Engine
-from anvil_local.serve.errors import invalid
-from anvil_local.serve.questions import Ask, answer, asks_for, state_blocks
+from anvil_local.serve.errors import ServeError, invalid
+from anvil_local.serve.questions import Ask, answer, asks_for, state_blocks, verbatim_ask
 from anvil_local.serve.settings import Limits
 from anvil_local.serve.wire import Content, SystemOneRequest, SystemOneResponse, Usage
 
@@ -24,6 +24,17 @@ def plan(request: SystemOneRequest, limits: Limits) -> tuple[Content, dict[str, 
     if state is None:
         raise invalid("field 'state' is required (the v1 draft's 'document' is accepted too)")
     count_questions(len(request.questions), limits)
+    if request.anvil is not None:
+        prompts = request.anvil.prompts
+        if set(prompts) != set(request.questions):
+            raise invalid("the 'anvil' extension needs one prompt for every question, no more")
+        verbatim = {}
+        for qid, q in request.questions.items():
+            try:
+                verbatim[qid] = verbatim_ask(q, prompts[qid].blocks, prompts[qid].question, limits)
+            except ServeError as exc:
+                raise invalid(f"question {qid!r}: {exc.message}") from None
+        return state, verbatim
     return state, dict(asks_for(request.questions.items(), limits))
 
 
@@ -49,6 +60,9 @@ async def systemone(
         for (qid, ask), probs in zip(asks.items(), readings.probabilities, strict=True)
     }
     response = SystemOneResponse(
-        model=served.name, answers=answers, usage=Usage(input_tokens=readings.input_tokens)
+        model=served.name,
+        answers=answers,
+        usage=Usage(input_tokens=readings.input_tokens),
+        anvil={"identity": served.identity} if request.anvil is not None else None,
     )
     return response, usage_headers(readings.usage)

@@ -57,6 +57,22 @@ Question = Annotated[
 ]
 
 
+class VerbatimPrompt(Strict):
+    """A judge prompt as anvil's metrics lay it out: blocks (tokenized one by one), then the
+    question."""
+
+    blocks: list[str]
+    question: str
+
+
+class AnvilExtension(Strict):
+    """The declared private extension anvil's own remote judge sends (docs/serve.md): each
+    question's prompt verbatim, so a metric judged remotely reads exactly the tokens it reads
+    in-process. Its questions are choices whose labels are the options."""
+
+    prompts: dict[str, VerbatimPrompt]
+
+
 class SystemOneRequest(Strict):
     """`state` is the field the official client sends; the v1 draft calls it `document`."""
 
@@ -65,6 +81,7 @@ class SystemOneRequest(Strict):
     document: Content | None = None
     questions: dict[str, Question]
     assets: dict[str, Any] | None = None  # images: refused, with a reason
+    anvil: AnvilExtension | None = None
 
 
 class NoulAnswer(BaseModel):
@@ -99,6 +116,7 @@ class SystemOneResponse(BaseModel):
     model: str
     answers: dict[str, NoulAnswer | ChoiceAnswer | ScoreAnswer]
     usage: Usage
+    anvil: dict[str, Any] | None = None  # with the extension: the judge's identity
 
 
 # -- the OpenAI-shaped variant: POST /v1/decisions ------------------------------------------
@@ -174,6 +192,14 @@ class ResponseFormat(Strict):
     json_schema: JsonSchemaFormat | None = None
 
 
+class ChatExtension(Strict):
+    """The private extension for anvil's remote judge: the prompt verbatim (it replaces the
+    messages' text) and a regular expression the answer must match."""
+
+    prompt: VerbatimPrompt
+    regex: str | None = None
+
+
 class ChatRequest(Strict):
     """Greedy and non-streaming: sampling settings are accepted only at their greedy values."""
 
@@ -188,6 +214,7 @@ class ChatRequest(Strict):
     n: int | None = None
     stream: bool | None = None
     seed: int | None = None
+    anvil: ChatExtension | None = None
 
 
 class ChatChoiceMessage(BaseModel):
@@ -214,6 +241,7 @@ class ChatResponse(BaseModel):
     model: str
     choices: list[ChatChoice]
     usage: ChatUsage
+    anvil: dict[str, Any] | None = None  # with the extension: the judge's identity
 
 
 # -- models and health --------------------------------------------------------------------
@@ -232,6 +260,7 @@ class ModelCard(BaseModel):
     sha256: str
     adapter: str | None = None
     n_ctx: int
+    identity: dict[str, Any]
 
 
 class ModelList(BaseModel):

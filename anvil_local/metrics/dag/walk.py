@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from anvil_local.errors import MetricDefinitionError
+from anvil_local.errors import MetricDefinitionError, NoTextGeneration
 from anvil_local.judge.results import Usage
 from anvil_local.metrics.dag.graph import DeepAcyclicGraph
 from anvil_local.metrics.dag.nodes import JudgementNode, TaskNode, VerdictNode, is_node
@@ -150,7 +150,14 @@ def walk(
             if not isinstance(node, VerdictNode) and arrived.get(id(node), 0) < indegree[id(node)]:
                 continue  # gated: an edge it waits for is on a branch not taken
             if isinstance(node, TaskNode):
-                answer = ask(node, visible)
+                try:
+                    answer = ask(node, visible)
+                except NoTextGeneration as exc:
+                    raise NoTextGeneration(
+                        f"task node {node_id!r} needs text, and {exc}: make it a code_task "
+                        "node, or judge on a server with /v1/chat/completions (anvil serve "
+                        "has one)"
+                    ) from None
                 out = TaskOutput(node.output_label, answer.output or "", i)
                 seen = _merge(visible, (out,))
                 for child in node.children:

@@ -8,7 +8,13 @@ import traceback
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from anvil_local.errors import AnvilError, ModelLoadError, NativeCrash
+from anvil_local.errors import (
+    AnvilError,
+    JudgeRefused,
+    JudgeUnavailable,
+    ModelLoadError,
+    NativeCrash,
+)
 from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.result import MetricResult
 from anvil_local.run.plan import Plan, WorkGroup
@@ -38,8 +44,8 @@ def run_metric(
     start = time.perf_counter()
     try:
         return metric.run(case, session, include_reason=include_reason)
-    except (KeyboardInterrupt, ModelLoadError, NativeCrash):
-        raise  # the run cannot go on: not one pair's error
+    except (KeyboardInterrupt, ModelLoadError, NativeCrash, JudgeRefused, JudgeUnavailable):
+        raise  # the run cannot go on here: not one pair's error
     except AnvilError as exc:
         error = str(exc)
     except Exception as exc:  # a judge failure must not stop the run
@@ -60,7 +66,7 @@ def _prepare(metric: BaseMetric, cases: list[LLMTestCase], session: Any) -> None
     and reports its own error)."""
     try:
         metric.prepare(cases, session)
-    except (KeyboardInterrupt, ModelLoadError, NativeCrash):
+    except (KeyboardInterrupt, ModelLoadError, NativeCrash, JudgeRefused, JudgeUnavailable):
         raise
     except Exception as exc:
         log.debug("preparing %s failed: %s", metric.name, exc)

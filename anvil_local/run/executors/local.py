@@ -11,8 +11,8 @@ from anvil_local.run.plan import Plan
 
 
 class LocalExecutor:
-    """Judges in this process. `session` (or a judge) is used as given; otherwise the
-    plan's model is opened when there is work."""
+    """Judges in this process, group after group. `session` (or a judge) is used as given;
+    otherwise each group's judge is opened when it first has work."""
 
     workers = 1
 
@@ -22,7 +22,11 @@ class LocalExecutor:
     def execute(self, plan: Plan, deliver: Deliver) -> None:
         if not plan.groups:
             return
-        session = as_session(self.session) if self.session is not None else open_session(plan.model)
-        for group in plan.groups:
+        given = as_session(self.session) if self.session is not None else None
+        sessions: dict[int, JudgeSession] = {}
+        for group, judge in zip(plan.groups, plan.group_judge, strict=True):
+            session = given or sessions.get(judge)
+            if session is None:
+                session = sessions[judge] = open_session(plan.judges[judge])
             if judge_group(group, plan.metrics, session, plan.include_reason, deliver):
                 return

@@ -14,7 +14,13 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from anvil_local.errors import AnvilError, ModelLoadError, NativeCrash, WorkerCrash
+from anvil_local.errors import (
+    AnvilError,
+    ModelLoadError,
+    NativeCrash,
+    RemoteJudgeError,
+    WorkerCrash,
+)
 from anvil_local.judge.model import ResolvedModel
 from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.definitions import metric_from_wire, metric_to_wire
@@ -39,22 +45,23 @@ def group_from_wire(wire: list[tuple[int, int, dict[str, Any], tuple[int, ...]]]
 
 def _worker(
     number: int,
-    model: ResolvedModel,
+    judges: list[ResolvedModel],
     metric_wires: list[dict[str, Any]],
     include_reason: bool | None,
     tasks: Any,
     results: Any,
 ) -> None:
-    """A worker process: load the model once, then judge whole prefix groups."""
+    """A worker process: open each judge once, on its first group, then judge whole prefix
+    groups."""
     from anvil_local.models.sessions import open_session
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     try:
-        session = open_session(model)
         metrics = [metric_from_wire(w) for w in metric_wires]
     except Exception as exc:
         results.put(("fatal", f"{type(exc).__name__}: {exc}"))
         return
+    sessions: dict[int, Any] = {}
 
     def deliver(position: int, index: int, result: MetricResult) -> bool:
         results.put(("result", (number, position, index, result)))
@@ -68,11 +75,14 @@ def _worker(
         if task is None:
             results.put(("exit", number))
             return
-        task_id, wire = task
+        task_id, judge, wire = task
         results.put(("take", (number, task_id)))
         try:
+            session = sessions.get(judge)
+            if session is None:
+                session = sessions[judge] = open_session(judges[judge])
             judge_group(group_from_wire(wire), metrics, session, include_reason, deliver, on_start)
-        except (ModelLoadError, NativeCrash) as exc:  # the model loads on first use
+        except (ModelLoadError, NativeCrash, RemoteJudgeError) as exc:  # loaded on first use
             results.put(("fatal", str(exc)))
             return
 
@@ -173,7 +183,7 @@ class PoolExecutor:
     def execute(self, plan: Plan, deliver: Deliver) -> None:
         from anvil_local.judge.settings import default_threads
 
-        threads = plan.model.settings.thread_count()
+        threads = max(j.settings.thread_count() for j in plan.judges)
         note = jobs_note(self.jobs, len(plan.groups), default_threads(), threads)
         if note:
             log.warning("%s", note)
@@ -184,17 +194,20 @@ class PoolExecutor:
             return
         from anvil_local.judge.native import ensure_native_ok
 
-        model = plan.model  # resolved for this many workers (`resolve_model`)
+        judges = plan.judges  # resolved for this many workers (`resolve_model`)
         wires = [metric_to_wire(m) for m in plan.metrics]
-        settings = model.settings
-        # once here, so that workers find the verdict cached instead of each running the check
-        ensure_native_ok(Path(model.path), settings.thread_count(), settings.n_gpu_layers)
+        for model in judges:
+            if not model.remote:
+                # once here, so that workers find the verdict cached instead of each checking
+                settings = model.settings
+                ensure_native_ok(Path(model.path), settings.thread_count(), settings.n_gpu_layers)
         ctx = mp.get_context("spawn")
         tasks, results = ctx.Queue(), ctx.Queue()
         by_position = {item.row.position: item.row for group in plan.groups for item in group}
         groups = dict(enumerate(plan.groups))  # task id -> the pairs it holds
+        judge_of_task = dict(enumerate(plan.group_judge))  # task id -> its judge
         for task_id, group in groups.items():
-            tasks.put((task_id, group_to_wire(group)))
+            tasks.put((task_id, judge_of_task[task_id], group_to_wire(group)))
         pending = {(i.row.position, m) for group in plan.groups for i in group for m in i.metrics}
         retried: set[int] = set()  # task ids that are already a second attempt
         taken: set[int] = set()  # task ids some worker said it took
@@ -205,7 +218,7 @@ class PoolExecutor:
             process = ctx.Process(
                 target=_worker,
                 daemon=True,
-                args=(number, model, wires, plan.include_reason, tasks, results),
+                args=(number, judges, wires, plan.include_reason, tasks, results),
             )
             process.start()
             return process
@@ -271,15 +284,16 @@ class PoolExecutor:
             if rest:
                 retry_id = len(groups)
                 groups[retry_id] = rest
+                judge_of_task[retry_id] = judge_of_task[task_id]
                 retried.add(retry_id)
-                tasks.put((retry_id, group_to_wire(rest)))
+                tasks.put((retry_id, judge_of_task[retry_id], group_to_wire(rest)))
             elif task_id is None:
                 # it died between taking a task and saying so: hand out again every task no
                 # worker has reported (a copy still queued is judged twice, kept once)
                 for lost_id, group in list(groups.items()):
                     lost = _unfinished(group, pending) if lost_id not in taken else []
                     if lost:
-                        tasks.put((lost_id, group_to_wire(lost)))
+                        tasks.put((lost_id, judge_of_task[lost_id], group_to_wire(lost)))
             if rest or (pending and not workers.alive()) or task_id is None:
                 workers.add()
             return False

@@ -29,25 +29,32 @@ log = logging.getLogger(__name__)
 
 
 class JudgeActor:
-    """Holds one loaded model; judges one group per call."""
+    """Holds the run's judges (each opened on its first group); judges one group per call."""
 
     def __init__(
-        self, model: ResolvedModel, metric_wires: list[dict[str, Any]], include_reason: Any
+        self,
+        judges: list[ResolvedModel],
+        metric_wires: list[dict[str, Any]],
+        include_reason: Any,
     ) -> None:
-        from anvil_local.models.sessions import open_session
-
-        self.session = open_session(model)
+        self.judges = judges
+        self.sessions: dict[int, Any] = {}
         self.metrics = [metric_from_wire(w) for w in metric_wires]
         self.include_reason = include_reason
 
-    def judge(self, wire: list[Any]) -> list[tuple[int, int, MetricResult]]:
+    def judge(self, judge: int, wire: list[Any]) -> list[tuple[int, int, MetricResult]]:
+        from anvil_local.models.sessions import open_session
+
         out: list[tuple[int, int, MetricResult]] = []
 
         def collect(position: int, index: int, result: MetricResult) -> bool:
             out.append((position, index, result))
             return False
 
-        judge_group(group_from_wire(wire), self.metrics, self.session, self.include_reason, collect)
+        session = self.sessions.get(judge)
+        if session is None:
+            session = self.sessions[judge] = open_session(self.judges[judge])
+        judge_group(group_from_wire(wire), self.metrics, session, self.include_reason, collect)
         return out
 
 
@@ -82,13 +89,16 @@ class RayExecutor:
         ray = _import_ray()
         started_here = not ray.is_initialized()
         count = min(self.replicas, len(plan.groups))
-        model = plan.model
         if started_here:
             if self.address is None:
                 from anvil_local.judge.native import ensure_native_ok
 
-                settings = model.settings
-                ensure_native_ok(Path(model.path), settings.thread_count(), settings.n_gpu_layers)
+                for model in plan.judges:
+                    if not model.remote:
+                        settings = model.settings
+                        ensure_native_ok(
+                            Path(model.path), settings.thread_count(), settings.n_gpu_layers
+                        )
                 ray.init(
                     num_cpus=self.cpus or max(count, os.cpu_count() or 1),
                     include_dashboard=False,
@@ -98,22 +108,25 @@ class RayExecutor:
             else:
                 ray.init(address=self.address, log_to_driver=False)
         try:
-            self._run(ray, plan, model, count, deliver)
+            self._run(ray, plan, count, deliver)
         finally:
             if started_here:
                 ray.shutdown()
 
-    def _run(self, ray: Any, plan: Plan, model: ResolvedModel, count: int, deliver: Deliver):
+    def _run(self, ray: Any, plan: Plan, count: int, deliver: Deliver):
         wires = [metric_to_wire(m) for m in plan.metrics]
         remote = ray.remote(num_cpus=1, max_restarts=0)(JudgeActor)
-        actors = [remote.remote(model, wires, plan.include_reason) for _ in range(count)]
-        waiting = deque(group_to_wire(g) for g in plan.groups)
+        actors = [remote.remote(plan.judges, wires, plan.include_reason) for _ in range(count)]
+        waiting = deque(
+            (judge, group_to_wire(g))
+            for g, judge in zip(plan.groups, plan.group_judge, strict=True)
+        )
         running: dict[Any, tuple[int, list[Any]]] = {}
         try:
             for number, actor in enumerate(actors):
                 if waiting:
-                    group = waiting.popleft()
-                    running[actor.judge.remote(group)] = (number, group)
+                    judge, group = waiting.popleft()
+                    running[actor.judge.remote(judge, group)] = (number, group)
             while running:
                 ready, _ = ray.wait(list(running), num_returns=1)
                 number, group = running.pop(ready[0])
@@ -132,8 +145,8 @@ class RayExecutor:
                     if deliver(position, index, result):
                         return
                 if waiting:
-                    group = waiting.popleft()
-                    running[actors[number].judge.remote(group)] = (number, group)
+                    judge, group = waiting.popleft()
+                    running[actors[number].judge.remote(judge, group)] = (number, group)
         finally:
             for actor in actors:
                 ray.kill(actor)

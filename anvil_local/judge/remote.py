@@ -1,0 +1,483 @@
+"""RemoteJudge: the judge's primitives asked of a System One decision server over HTTP.
+
+A metric never knows whether its judge is local or remote: both answer `choose`, `score` and
+`generate` with the same result types. Two dialects:
+
+- **anvil serve** (its `/v1/models` cards carry an `identity`): the prompt travels verbatim
+  in the declared private extension (`anvil`: blocks, question, options), the server answers
+  with its own `Judge.choose` / `Judge.generate`, and echoes its identity (model sha256,
+  adapter, load settings, llama.cpp version). Over the same file and build the answers are
+  the in-process judge's. An answer from another identity than the one probed at the start is
+  refused, so one run never mixes two judges.
+- **any other System One server** (vLLM, llama-server, Ollama, hosted): native questions. A
+  prompt's blocks become the state and its question the instructions; Yes/No options a
+  `noul`, other options a `choice`, a score range a `score` over its values (an ordered
+  `choice` past the server's level limit, the expected value computed here). Results then
+  differ from in-process by design: the judge's identity is the server's URL and model.
+
+Failures are one line: 401, 404, 422 and 501 are never retried; timeouts, connection resets,
+429 and 503 are retried with backoff (Retry-After honoured), then raise `JudgeUnavailable`
+(the pair was not judged: a run with other servers moves it there). Likelihoods and hidden
+states cannot be asked through System One: a metric that reads them needs a local judge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from anvil_local.errors import (
+    GenerationError,
+    JudgeRefused,
+    JudgeUnavailable,
+    MissingExtra,
+    NoTextGeneration,
+    RemoteJudgeError,
+)
+from anvil_local.judge.model import ResolvedModel
+from anvil_local.judge.options import argmax_first, checked_options
+from anvil_local.judge.prompt import Prompt
+from anvil_local.judge.results import ChoiceResult, GenerationResult, ScoreResult, Usage
+from anvil_local.judge.settings import JudgeSettings
+
+log = logging.getLogger(__name__)
+
+#: The environment variable that holds a decision server's key unless an entry names another.
+KEY_ENV = "ANVIL_JUDGE_KEY"
+YES_NO = ("Yes", "No")
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class RemoteSpec:
+    """Where a remote judge is and how to talk to it. `model` None: the server's only model
+    (or its first, for a server listing several). `max_levels`: the most score levels the
+    server takes (the spec's 10; past it a score is asked as an ordered choice)."""
+
+    url: str
+    model: str | None = None
+    key_env: str = KEY_ENV
+    timeout: float = 120.0
+    concurrency: int = 1
+    retries: int = 4
+    max_levels: int = 10
+
+    @classmethod
+    def parse(cls, text: str, model: str | None = None, **kw: Any) -> RemoteSpec:
+        """A URL, with the model as its fragment if `model` is not given:
+        `http://gpu-box:8000#smollm2-135m-faithful`."""
+        base, _, fragment = text.strip().partition("#")
+        parts = urlsplit(base)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise RemoteJudgeError(f"a judge URL is http(s)://host[:port], got {text!r}")
+        return cls(base.rstrip("/"), model or fragment or None, **kw)
+
+    def label(self) -> str:
+        return f"{self.url}#{self.model}" if self.model else self.url
+
+
+def is_url(spec: Any) -> bool:
+    return isinstance(spec, str) and spec.strip().startswith(("http://", "https://"))
+
+
+def _message(response: Any) -> str:
+    """The one-line message of an error body, in any dialect's shape (System One's
+    `detail.message`, OpenAI's and llama.cpp's `error.message`, Ollama's `error`)."""
+    try:
+        body = response.json()
+    except ValueError:
+        return " ".join(response.text.split())[:200] or response.reason_phrase
+    if isinstance(body, dict):
+        for key in ("detail", "error"):
+            value = body.get(key)
+            if isinstance(value, str):
+                return value
+            if isinstance(value, dict) and isinstance(value.get("message"), str):
+                return value["message"]
+            if isinstance(value, list) and value and isinstance(value[0], dict):
+                return str(value[0].get("msg", value[0]))
+        if isinstance(body.get("message"), str):
+            return body["message"]
+    return " ".join(str(body).split())[:200]
+
+
+class RemoteJudge:
+    """A judge whose primitives are answered by a decision server (see the module
+    docstring). Like a local judge, one is used by one thread at a time."""
+
+    def __init__(
+        self, spec: RemoteSpec, client: Any = None, expected: ResolvedModel | None = None
+    ) -> None:
+        """Probe the server (its models, its identity). With `expected` (the identity a run
+        resolved), a server now serving another judge is refused."""
+        try:
+            import httpx
+        except ImportError:
+            raise MissingExtra(
+                "a remote judge needs httpx: pip install 'anvil-local[remote]'"
+            ) from None
+        self.spec = spec
+        key = os.environ.get(spec.key_env, "").strip()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._http = client or httpx.Client(
+            base_url=spec.url, timeout=spec.timeout, headers=headers
+        )
+        self.usage = Usage()
+        self.identity: dict[str, Any] | None = None
+        self.server_model = self._probe()
+        self.model = self._resolved()
+        if expected is not None:
+            wanted = expected.remote[0].model if expected.remote else None
+            same = (
+                self.model.sha256 == expected.sha256
+                if self.identity is not None
+                else self.server_model == wanted
+            )
+            if not same:
+                raise JudgeRefused(
+                    f"server {spec.url} serves another judge than the run's: "
+                    f"{self.model.name} (sha256 {self.model.sha256[:12]}), not {expected.name}"
+                )
+            self.model = expected
+
+    # -- what the server is ------------------------------------------------------------------
+
+    @property
+    def verbatim(self) -> bool:
+        """Whether the server is anvil serve (the prompt travels verbatim)."""
+        return self.identity is not None
+
+    def _probe(self) -> str:
+        """The model to ask for, and the server's identity for it where it reports one."""
+        listed = self._request("GET", "/v1/models", None, what="list its models").json()
+        cards = listed.get("data") or listed.get("models") or []
+        names = [c.get("id") or c.get("name") for c in cards if isinstance(c, dict)]
+        wanted = self.spec.model or (names[0] if names else None)
+        if wanted is None:
+            raise JudgeRefused(f"{self.spec.url} lists no model; name one (--judge-model)")
+        if names and wanted not in names:
+            raise JudgeRefused(
+                f"{self.spec.url} does not serve model {wanted!r}; it serves: {', '.join(names)}"
+            )
+        card = next((c for c in cards if (c.get("id") or c.get("name")) == wanted), {})
+        if isinstance(card.get("identity"), dict):
+            self.identity = card["identity"]
+        return wanted
+
+    def _resolved(self) -> ResolvedModel:
+        """The judge's identity as a run records it. Over anvil serve, the served model's own
+        sha256 (the same judge as in-process, so results and caches agree); elsewhere a hash
+        of the server and the model, so `anvil compare` sees a judge change."""
+        if self.identity is not None:
+            sha = str(self.identity["sha256"])
+        else:
+            sha = hashlib.sha256(f"remote:{self.spec.url}#{self.server_model}".encode()).hexdigest()
+        return ResolvedModel(
+            name=f"{self.server_model}@{self.spec.url}",
+            path=self.spec.url,
+            sha256=sha,
+            settings=JudgeSettings(n_ctx=int((self.identity or {}).get("n_ctx", 4096))),
+            remote=(dataclasses.replace(self.spec, model=self.server_model),),
+        )
+
+    # -- transport -------------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, body: Any, what: str = "answer") -> Any:
+        """One request, retried on 429/502/503/504, timeouts and connection errors."""
+        import httpx
+
+        delay = 0.5
+        last = ""
+        for attempt in range(self.spec.retries + 1):
+            try:
+                response = self._http.request(method, path, json=body)
+            except httpx.TimeoutException:
+                last = f"no answer within {self.spec.timeout:g} s"
+            except httpx.TransportError as exc:
+                last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            else:
+                if response.status_code < 400:
+                    return response
+                if response.status_code not in RETRY_STATUSES:
+                    raise self._refusal(response, what)
+                last = f"{response.status_code} {_message(response)}"
+                after = response.headers.get("retry-after")
+                if after and after.strip().isdigit():
+                    delay = max(delay, min(float(after), 30.0))
+            if attempt < self.spec.retries:
+                log.info("%s: %s; retrying in %.1f s", self.spec.url, last, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 30.0)
+        raise JudgeUnavailable(
+            f"decision server {self.spec.url} did not {what} after "
+            f"{self.spec.retries + 1} tries: {last}"
+        )
+
+    def _refusal(self, response: Any, what: str) -> RemoteJudgeError:
+        status = response.status_code
+        model = getattr(self, "server_model", None) or self.spec.model or "its default"
+        message = _message(response)
+        if status == 501:
+            return JudgeRefused(
+                f"server {self.spec.url} does not serve decisions for model {model}: 501 {message}"
+            )
+        if status in (401, 403):
+            return JudgeRefused(
+                f"server {self.spec.url} refused the key ({status} {message}): set "
+                f"{self.spec.key_env}"
+            )
+        if status in (404, 405, 501) and what == "generate text":
+            return NoTextGeneration(
+                f"server {self.spec.url} has no chat completions: {status} {message}"
+            )
+        if status in (404, 405) and what != "answer":
+            return JudgeRefused(f"server {self.spec.url} cannot {what}: {status} {message}")
+        if status == 404:
+            return JudgeRefused(
+                f"server {self.spec.url} does not serve model {model}: 404 {message}"
+            )
+        return RemoteJudgeError(f"server {self.spec.url} refused the request: {status} {message}")
+
+    def _post(self, path: str, body: dict[str, Any], what: str = "answer") -> tuple[Any, Usage]:
+        """POST, check the identity an anvil server echoes, and read what it cost."""
+        start = time.perf_counter()
+        response = self._request("POST", path, body, what)
+        data = response.json()
+        if self.identity is not None:
+            echoed = (data.get("anvil") or {}).get("identity")
+            if echoed != self.identity:
+                raise JudgeRefused(
+                    f"server {self.spec.url} answered as another judge than the run's "
+                    f"(now {_short(echoed)}, at the start {_short(self.identity)}): "
+                    "restart the run, or serve the same model and build"
+                )
+        usage = _usage(data, response.headers)
+        self.usage = self.usage + usage
+        log.debug("%s %s in %.3f s", self.spec.url, path, time.perf_counter() - start)
+        return data, usage
+
+    # -- primitives --------------------------------------------------------------------------
+
+    def choose(self, prompt: Prompt, options: Sequence[str]) -> ChoiceResult:
+        start = time.perf_counter()
+        labels, stripped = checked_options(options)
+        if self.verbatim:
+            probs, usage = self._choice_verbatim(prompt, labels)
+        elif stripped == list(YES_NO):
+            data, usage = self._post(
+                "/v1/systemone",
+                self._native(prompt, {"type": "noul", "instructions": prompt.question}),
+            )
+            p = float(_answer(data)["noul"])
+            probs = [p, 1.0 - p]
+        else:
+            question = {
+                "type": "choice",
+                "instructions": prompt.question,
+                "criteria": dict.fromkeys(stripped),
+            }
+            data, usage = self._post("/v1/systemone", self._native(prompt, question))
+            table = _answer(data)["probabilities"]
+            probs = [float(table[s]) for s in stripped]
+        return ChoiceResult(
+            labels, tuple(probs), argmax_first(probs), usage, time.perf_counter() - start
+        )
+
+    def score(self, prompt: Prompt, lo: int, hi: int) -> ScoreResult:
+        """The distribution over lo..hi: over anvil serve exactly as in-process (a choice
+        over the values' digits); elsewhere a score question over the values as levels, or an
+        ordered choice past the server's level limit."""
+        if lo > hi:
+            raise ValueError(f"empty score range {lo}..{hi}")
+        start = time.perf_counter()
+        values = [str(v) for v in range(lo, hi + 1)]
+        if self.verbatim or len(values) > self.spec.max_levels:
+            result = self.choose(prompt, values)
+            return ScoreResult(lo, hi, result.probabilities, result.usage, result.seconds)
+        question = {"type": "score", "instructions": prompt.question, "criteria": values}
+        data, usage = self._post("/v1/systemone", self._native(prompt, question))
+        table = _answer(data)["probabilities"]
+        probs = tuple(float(table[str(i)]) for i in range(len(values)))
+        return ScoreResult(lo, hi, probs, usage, time.perf_counter() - start)
+
+    def generate(
+        self,
+        prompt: Prompt,
+        max_tokens: int,
+        schema: dict[str, Any] | None = None,
+        regex: str | None = None,
+        stop: Sequence[str] = (),
+    ) -> GenerationResult:
+        """Greedy text through the server's chat completions (see `Judge.generate`)."""
+        start = time.perf_counter()
+        body: dict[str, Any] = {
+            "model": self.server_model,
+            "messages": [{"role": "user", "content": prompt.text()}],
+            "max_tokens": max_tokens,
+            "temperature": 0,
+        }
+        if stop:
+            body["stop"] = list(stop)
+        if schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": schema},
+            }
+        if self.verbatim:
+            extension: dict[str, Any] = {
+                "prompt": {"blocks": list(prompt.blocks), "question": prompt.question}
+            }
+            if regex is not None:
+                extension["regex"] = regex
+            body["anvil"] = extension
+        elif regex is not None:
+            raise RemoteJudgeError(
+                f"server {self.spec.url} takes no regular expression for its text (anvil "
+                "serve does): use a code node, or anvil serve"
+            )
+        try:
+            data, usage = self._post("/v1/chat/completions", body, what="generate text")
+        except RemoteJudgeError as exc:
+            text = str(exc)
+            if "constrained output did not complete" in text:
+                raise GenerationError(
+                    text.split(": 422 ", 1)[-1].removesuffix("; raise max_tokens")
+                ) from None
+            raise
+        choice = data["choices"][0]
+        tokens = int((data.get("usage") or {}).get("completion_tokens") or 0)
+        return GenerationResult(
+            choice["message"]["content"] or "",
+            tokens,
+            choice.get("finish_reason") == "stop",
+            usage,
+            time.perf_counter() - start,
+        )
+
+    def likelihood(self, prompt: Prompt, continuation: str) -> Any:
+        raise JudgeRefused(
+            "likelihood readings cannot be asked through System One: this metric needs a "
+            "local judge (--model NAME|PATH)"
+        )
+
+    def hidden_state(self, prompt: Prompt) -> Any:
+        raise JudgeRefused(
+            "hidden states cannot be asked through System One: this metric needs a local "
+            "judge (--model NAME|PATH)"
+        )
+
+    def decode_choice(self, prompt: Prompt, options: Sequence[str]) -> str:
+        raise RemoteJudgeError(
+            "the decode check needs a local judge: a decision server returns probabilities"
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- request bodies ----------------------------------------------------------------------
+
+    def _choice_verbatim(
+        self, prompt: Prompt, labels: tuple[str, ...]
+    ) -> tuple[list[float], Usage]:
+        body = {
+            "model": self.server_model,
+            "state": "",
+            "questions": {"q": {"type": "choice", "criteria": dict.fromkeys(labels)}},
+            "anvil": {
+                "prompts": {"q": {"blocks": list(prompt.blocks), "question": prompt.question}}
+            },
+        }
+        data, usage = self._post("/v1/systemone", body)
+        table = _answer(data)["probabilities"]
+        return [float(table[label]) for label in labels], usage
+
+    def _native(self, prompt: Prompt, question: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "model": self.server_model,
+            "state": "".join(prompt.blocks),
+            "questions": {"q": question},
+        }
+
+
+def _answer(data: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return data["answers"]["q"]
+    except (KeyError, TypeError):
+        raise RemoteJudgeError(
+            f"a decision server answered without answer 'q': {_short(data)}"
+        ) from None
+
+
+def _usage(data: dict[str, Any], headers: Any) -> Usage:
+    """Tokens of one answer: the body's input tokens, and what an anvil server says it
+    evaluated and reused (a server that does not say: everything evaluated). The run's
+    prompt trie is not known here (the server sees one request at a time): left at 0, so
+    reports leave it out."""
+    body = data.get("usage") or {}
+    prompt = int(body.get("input_tokens") or body.get("prompt_tokens") or 0)
+    evaluated = int(headers.get("x-anvil-evaluated-tokens", prompt))
+    reused = int(headers.get("x-anvil-reused-tokens", 0))
+    return Usage(prompt, reused, evaluated, 1, 0)
+
+
+def _short(value: Any) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def resolve_remote(specs: Sequence[RemoteSpec]) -> ResolvedModel:
+    """One judge on one or more decision servers: each is probed now (a server that is down
+    or serves another model is one line before any work), and all must be the same judge:
+    anvil servers the same identity (model sha256, adapter, settings, build), other servers
+    the same model name (their identity is then the model name and the servers' URLs)."""
+    if not specs:
+        raise RemoteJudgeError("no decision server given")
+    probed: list[RemoteJudge] = []
+    for spec in specs:
+        judge = RemoteJudge(spec)
+        judge.close()
+        probed.append(judge)
+    first = probed[0]
+    for other in probed[1:]:
+        same = (
+            other.identity == first.identity
+            if first.identity is not None
+            else other.identity is None and other.server_model == first.server_model
+        )
+        if not same:
+            raise RemoteJudgeError(
+                f"the decision servers serve different judges: {first.model.name} and "
+                f"{other.model.name} ({_short(other.identity or other.server_model)})"
+            )
+    servers = tuple(j.model.remote[0] for j in probed)
+    name = first.model.name + (f" (+{len(servers) - 1} servers)" if len(servers) > 1 else "")
+    sha = first.model.sha256
+    if first.identity is None and len(servers) > 1:
+        urls = ",".join(s.url for s in servers)
+        sha = hashlib.sha256(f"remote:{urls}#{first.server_model}".encode()).hexdigest()
+    return dataclasses.replace(first.model, name=name, sha256=sha, remote=servers)
+
+
+def remote_judge(
+    url: str,
+    model: str | None = None,
+    *,
+    key_env: str = KEY_ENV,
+    timeout: float = 120.0,
+    concurrency: int = 1,
+) -> RemoteJudge:
+    """A judge answered by the decision server at `url` (anvil serve, vLLM, llama-server,
+    Ollama, a hosted one), accepted wherever a model is: `GEval(model=...)`,
+    `DAGMetric(model=...)`, `evaluate(..., model=...)`, `metric.measure(case, judge)`."""
+    spec = RemoteSpec.parse(url, model, key_env=key_env, timeout=timeout, concurrency=concurrency)
+    return RemoteJudge(spec)
+
+
+__all__ = ["KEY_ENV", "RemoteJudge", "RemoteSpec", "is_url", "remote_judge"]
