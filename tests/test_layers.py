@@ -13,6 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "anvil_local"
 LAYERS: list[tuple[str, ...]] = [
     (
         "anvil_local.errors",
+        "anvil_local.signals",
         "anvil_local.paths",
         "anvil_local.testcase",
         "anvil_local.conversation",

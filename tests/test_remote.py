@@ -111,8 +111,9 @@ def test_a_server_without_chat_completions_cannot_write_text():
     judge = judge_on("ollama", t={"chat": False})
     with pytest.raises(NoTextGeneration, match="has no chat completions: 404 404 page not found"):
         judge.generate(PROMPT, 20)
-    with pytest.raises(RemoteJudgeError, match="takes no regular expression"):
-        judge_on("vllm").generate(PROMPT, 20, regex="[a-z]+")
+    recorder = dialects.Recorder()
+    free = judge_on("vllm", recorder).generate(PROMPT, 20, regex="[a-z]+")  # G-Eval steps' way
+    assert free.text == "billing" and "anvil" not in recorder.requests[-1][2]
     with pytest.raises(RemoteJudgeError, match="needs a local judge"):
         judge_on("vllm").likelihood(PROMPT, "text")
 
@@ -322,3 +323,65 @@ def test_a_task_node_on_a_server_without_chat_completions_names_the_node_and_the
         "make it a code_task node, or judge on a server with /v1/chat/completions (anvil serve has one)"
     )
     assert line.startswith("task node '")
+
+
+def test_a_server_lost_after_the_others_finished_still_has_its_work_done(monkeypatch):
+    """Two servers; one answers at once, the other drops its connection (after the first
+    has finished its own group): its group goes back to the queue, and the first server,
+    waiting while groups are still in flight, judges it."""
+    import threading
+    import time
+
+    from anvil_local import (
+        BinaryJudgementNode,
+        DAGMetric,
+        DeepAcyclicGraph,
+        LLMTestCase,
+        SingleTurnParams,
+        VerdictNode,
+    )
+    from anvil_local.run.evaluate import evaluate
+
+    monkeypatch.setattr("anvil_local.judge.remote.time.sleep", lambda s: None)
+    first_done, a_asked = threading.Event(), threading.Event()
+    calls = {"http://a:1": 0, "http://b:2": 0}
+
+    def handler(url: str):
+        def handle(request: httpx.Request) -> httpx.Response:
+            if request.url.path == "/v1/models":
+                return httpx.Response(200, json={"data": [{"id": "m"}]})
+            calls[url] += 1
+            if url == "http://a:1":
+                a_asked.set()
+                first_done.wait(5)
+                raise httpx.ConnectError("connection reset by peer")
+            a_asked.wait(5)  # both servers hold a group before either answers
+            body = json.loads(request.content)
+            answers = {q: dialects.answer("vllm", v) for q, v in body["questions"].items()}
+            first_done.set()
+            time.sleep(0.05)
+            return httpx.Response(
+                200, json={"model": "m", "answers": answers, "usage": {"input_tokens": 3}}
+            )
+
+        return handle
+
+    real_client = httpx.Client
+
+    def client(**kw):
+        return real_client(
+            transport=httpx.MockTransport(handler(kw["base_url"])), base_url=kw["base_url"]
+        )
+
+    monkeypatch.setattr(httpx, "Client", client)
+    node = BinaryJudgementNode(
+        criteria="Is it fine?",
+        children=[VerdictNode(False, score=0), VerdictNode(True, score=10)],
+        evaluation_params=[SingleTurnParams.ACTUAL_OUTPUT],
+    )
+    metric = DAGMetric("Fine", DeepAcyclicGraph([node]), include_reason=False)
+    cases = [LLMTestCase(input=f"input {i}", actual_output="output", id=f"c{i}") for i in range(2)]
+    outcome = evaluate(cases, [metric], model="http://a:1,http://b:2#m", use_cache=False)
+    assert sorted(x.case_id for x in outcome.lines) == ["c0", "c1"]
+    assert all(x.result.error is None for x in outcome.lines)
+    assert calls["http://a:1"] == 5 and calls["http://b:2"] == 2  # a: its tries; b: both cases

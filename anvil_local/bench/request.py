@@ -38,6 +38,7 @@ class BenchRequest:
     threads: int | None = None
     fit_calibration: bool = False
     abstain_precision: float | None = None
+    jobs: int = 1
 
 
 def _need_bench_extra() -> None:
@@ -107,6 +108,7 @@ def run_bench(request: BenchRequest, sinks: Sequence[Sink] = ()) -> str:
         use_cache=request.use_cache,
         settings=JudgeSettings(threads=request.threads),
         sinks=sinks,
+        jobs=request.jobs,
     )
     result = bench(
         rows,

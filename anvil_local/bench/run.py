@@ -26,6 +26,7 @@ from anvil_local.metrics.features import FeaturesMetric
 from anvil_local.metrics.heads import features_of
 from anvil_local.run.dataset import CaseRow
 from anvil_local.run.records import ResultLine
+from anvil_local.signals import Interrupted
 
 log = logging.getLogger(__name__)
 
@@ -316,7 +317,15 @@ def bench(
             source=source,
         )
         if result.interrupted:
-            raise KeyboardInterrupt
+            judged = len(result.lines) - result.cached - result.resumed
+            kept = (
+                f"; the results in {results_dir} are kept, and the same command resumes after them"
+                if results_dir is not None
+                else "; --report DIR keeps results for a re-run to resume"
+            )
+            raise Interrupted(
+                f"Interrupted: {judged} pairs judged on {model or 'the default judge'}{kept}."
+            )
         model_name = result.lines[0].model if result.lines else str(model)
         judged = len(result.lines) - result.cached - result.resumed
         runs.append(

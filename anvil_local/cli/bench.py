@@ -33,6 +33,7 @@ from anvil_local.cli import options
 @options.JUDGE_MODEL
 @options.LIMIT
 @options.DOCS
+@options.JOBS
 @click.option(
     "--report",
     "report_dir",

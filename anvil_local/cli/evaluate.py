@@ -9,8 +9,9 @@ from typing import Any
 
 import click
 
+from anvil_local import signals
 from anvil_local.cli import options
-from anvil_local.cli.root import EXIT_FAILED, EXIT_INTERRUPTED
+from anvil_local.cli.root import EXIT_FAILED
 from anvil_local.errors import DataError, WorkerCrash
 
 
@@ -37,13 +38,7 @@ from anvil_local.errors import DataError, WorkerCrash
     type=click.Path(path_type=Path),
     help="Also write JUnit XML.",
 )
-@click.option(
-    "--jobs",
-    type=click.IntRange(1),
-    default=1,
-    show_default=True,
-    help="Worker processes, each loading the model once.",
-)
+@options.JOBS
 @click.option(
     "--executor",
     type=click.Choice(["local", "pool", "ray"]),
@@ -164,7 +159,7 @@ def eval_command(
     if crash is not None:
         raise crash
     if outcome.interrupted:
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(signals.exit_status())
     sys.exit(0 if outcome.all_passed else EXIT_FAILED)
 
 

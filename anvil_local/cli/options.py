@@ -205,6 +205,16 @@ def settings_from(kwargs: dict[str, Any]) -> JudgeSettings:
     )
 
 
+JOBS = _declare(
+    "--jobs",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    help="Worker processes, each loading the model once (no more than the prompt-prefix "
+    "groups, and the memory, allow; the clamp is said in one line). With --judge-url: "
+    "requests in flight per server.",
+)
+
 # -- what a run reads ---------------------------------------------------------------------
 
 METRIC = _declare(

@@ -9,12 +9,13 @@ from typing import Any
 
 import click
 
+from anvil_local import signals
 from anvil_local.errors import AnvilError
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_CRASHED = 3  # a worker process died (WorkerCrash.exit_code)
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # SIGINT; SIGTERM exits 143 (`anvil_local.signals`)
 
 
 class AnvilGroup(click.Group):
@@ -30,9 +31,10 @@ class AnvilGroup(click.Group):
             command = exc.ctx.command_path if exc.ctx else "anvil"
             click.echo(f"Error: {exc.format_message()} (see `{command} --help`)", err=True)
             ctx.exit(EXIT_BAD_INPUT)
-        except KeyboardInterrupt:
-            click.echo("Interrupted.", err=True)
-            ctx.exit(EXIT_INTERRUPTED)
+        except KeyboardInterrupt as exc:
+            said = str(exc) if isinstance(exc, signals.Interrupted) else ""
+            click.echo(said or "Interrupted.", err=True)
+            ctx.exit(signals.exit_status())
 
 
 @click.group(cls=AnvilGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,5 +42,6 @@ class AnvilGroup(click.Group):
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
 def main(verbose: int) -> None:
     """Offline LLM-as-a-judge: G-Eval and DAG metrics on a local GGUF model."""
+    signals.install()  # SIGTERM stops a command as Ctrl-C does (exit 143, not 130)
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="anvil: %(message)s", stream=sys.stderr)

@@ -4,10 +4,12 @@ adapter as a GGUF file llama.cpp loads beside its base model."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
+from anvil_local import signals
 from anvil_local.cli import options
 from anvil_local.errors import DataError
 
@@ -308,6 +310,13 @@ def lora_command(
         f"{state.step} steps, {state.rows_done} rows, {state.tokens} tokens, "
         f"{state.seconds / 60:.1f} min of training; checkpoint in {out_dir}"
     )
+    if signals.received() is not None:  # stopped by a signal: checkpoint kept, say so
+        click.echo(
+            f"Interrupted: the checkpoint in {out_dir} is kept; the same command with "
+            "--resume goes on.",
+            err=True,
+        )
+        sys.exit(signals.exit_status())
 
 
 @train.command("convert")

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 from typing import Any
+
+#: Grammars kept built per model.
+CACHED = 64
 
 
 class GrammarFactory:
@@ -19,20 +23,29 @@ class GrammarFactory:
         from outlines.backends.llguidance import LLGuidanceBackend
 
         self._backend = LLGuidanceBackend(outlines.from_llamacpp(llama))
-        self._cache: dict[str, Any] = {}
+        # the most recently used grammars (a server's clients may send any number of schemas)
+        self._cache: OrderedDict[str, Any] = OrderedDict()
+
+    def _kept(self, key: str, build: Any) -> Any:
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = build()
+            if len(self._cache) > CACHED:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        return found
 
     def json_schema(self, schema: dict[str, Any]) -> Any:
+        text = json.dumps(schema)
         key = "json:" + json.dumps(schema, sort_keys=True)
-        if key not in self._cache:
-            self._cache[key] = self._backend.get_json_schema_logits_processor(json.dumps(schema))
-        return self._cache[key]
+        return self._kept(key, lambda: self._backend.get_json_schema_logits_processor(text))
 
     def choice(self, options: list[str]) -> Any:
         """Exactly one of `options` (order kept; prefixes such as No/None both allowed)."""
         return self.regex("(" + "|".join(re.escape(o) for o in options) + ")")
 
     def regex(self, pattern: str) -> Any:
-        key = "regex:" + pattern
-        if key not in self._cache:
-            self._cache[key] = self._backend.get_regex_logits_processor(pattern)
-        return self._cache[key]
+        return self._kept(
+            "regex:" + pattern, lambda: self._backend.get_regex_logits_processor(pattern)
+        )

@@ -68,14 +68,21 @@ class RemoteSpec:
     concurrency: int = 1
     retries: int = 4
     max_levels: int = 10
+    # what an anvil server said it is when the run resolved it (sorted items): every later
+    # connection, and every answer, must say the same
+    identity: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def parse(cls, text: str, model: str | None = None, **kw: Any) -> RemoteSpec:
         """A URL, with the model as its fragment if `model` is not given:
         `http://gpu-box:8000#smollm2-135m-faithful`."""
         base, _, fragment = text.strip().partition("#")
-        parts = urlsplit(base)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
+        try:
+            parts = urlsplit(base)
+            parts.port  # noqa: B018 - raises on a port that is not a number
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise RemoteJudgeError(f"a judge URL is http(s)://host[:port], got {text!r}")
         return cls(base.rstrip("/"), model or fragment or None, **kw)
 
@@ -131,21 +138,30 @@ class RemoteJudge:
         )
         self.usage = Usage()
         self.identity: dict[str, Any] | None = None
-        self.server_model = self._probe()
-        self.model = self._resolved()
-        if expected is not None:
-            wanted = expected.remote[0].model if expected.remote else None
-            same = (
-                self.model.sha256 == expected.sha256
-                if self.identity is not None
-                else self.server_model == wanted
+        try:
+            self.server_model = self._probe()
+            self.model = self._resolved()
+            if expected is not None:
+                self._check(expected)
+                self.model = expected
+        except BaseException:
+            self._http.close()
+            raise
+
+    def _check(self, expected: ResolvedModel) -> None:
+        """Refuse a server that is not the judge the run resolved: over anvil serve, the
+        whole identity (model, adapter, settings, build) must match; elsewhere the model."""
+        first = expected.remote[0] if expected.remote else None
+        if self.identity is not None:
+            same = first is not None and _items(self.identity) == first.identity
+        else:
+            same = first is not None and self.server_model == first.model
+        if not same:
+            raise JudgeRefused(
+                f"server {self.spec.url} serves another judge than the run's: "
+                f"{self.model.name} ({_short(self.identity or self.server_model)}), not "
+                f"{expected.name}"
             )
-            if not same:
-                raise JudgeRefused(
-                    f"server {spec.url} serves another judge than the run's: "
-                    f"{self.model.name} (sha256 {self.model.sha256[:12]}), not {expected.name}"
-                )
-            self.model = expected
 
     # -- what the server is ------------------------------------------------------------------
 
@@ -156,8 +172,15 @@ class RemoteJudge:
 
     def _probe(self) -> str:
         """The model to ask for, and the server's identity for it where it reports one."""
-        listed = self._request("GET", "/v1/models", None, what="list its models").json()
-        cards = listed.get("data") or listed.get("models") or []
+        response = self._request("GET", "/v1/models", None, what="list its models")
+        try:
+            listed = response.json()
+            cards = listed.get("data") or listed.get("models") or []
+        except (ValueError, AttributeError):
+            raise JudgeRefused(
+                f"{self.spec.url} is not a decision server: GET /v1/models answered "
+                f"{_short(response.text)}"
+            ) from None
         names = [c.get("id") or c.get("name") for c in cards if isinstance(c, dict)]
         wanted = self.spec.model or (names[0] if names else None)
         if wanted is None:
@@ -184,30 +207,39 @@ class RemoteJudge:
             path=self.spec.url,
             sha256=sha,
             settings=JudgeSettings(n_ctx=int((self.identity or {}).get("n_ctx", 4096))),
-            remote=(dataclasses.replace(self.spec, model=self.server_model),),
+            remote=(
+                dataclasses.replace(
+                    self.spec, model=self.server_model, identity=_items(self.identity or {})
+                ),
+            ),
         )
 
     # -- transport -------------------------------------------------------------------------
 
     def _request(self, method: str, path: str, body: Any, what: str = "answer") -> Any:
-        """One request, retried on 429/502/503/504, timeouts and connection errors."""
+        """One request, retried on 429/502/503/504, timeouts and connection errors. Past the
+        retries, a server that refuses connections or is overloaded (429, 503) is
+        unavailable (a run moves its work to other servers); one that is up but too slow
+        for this request (a timeout, 504, 502) fails this request only."""
         import httpx
 
         delay = 0.5
-        last = ""
+        last, down = "", False
         for attempt in range(self.spec.retries + 1):
             try:
                 response = self._http.request(method, path, json=body)
             except httpx.TimeoutException:
-                last = f"no answer within {self.spec.timeout:g} s"
+                last, down = f"no answer within {self.spec.timeout:g} s", False
             except httpx.TransportError as exc:
-                last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                last, down = reason, True
             else:
-                if response.status_code < 400:
+                status = response.status_code
+                if status < 400:
                     return response
-                if response.status_code not in RETRY_STATUSES:
+                if status not in RETRY_STATUSES:
                     raise self._refusal(response, what)
-                last = f"{response.status_code} {_message(response)}"
+                last, down = f"{status} {_message(response)}", status in (429, 503)
                 after = response.headers.get("retry-after")
                 if after and after.strip().isdigit():
                     delay = max(delay, min(float(after), 30.0))
@@ -215,15 +247,18 @@ class RemoteJudge:
                 log.info("%s: %s; retrying in %.1f s", self.spec.url, last, delay)
                 time.sleep(delay)
                 delay = min(delay * 2, 30.0)
-        raise JudgeUnavailable(
-            f"decision server {self.spec.url} did not {what} after "
-            f"{self.spec.retries + 1} tries: {last}"
-        )
+        tries = self.spec.retries + 1
+        message = f"decision server {self.spec.url} did not {what} after {tries} tries: {last}"
+        raise JudgeUnavailable(message) if down else RemoteJudgeError(message)
 
     def _refusal(self, response: Any, what: str) -> RemoteJudgeError:
         status = response.status_code
         model = getattr(self, "server_model", None) or self.spec.model or "its default"
         message = _message(response)
+        if status in (404, 405, 501) and what == "generate text":
+            return NoTextGeneration(
+                f"server {self.spec.url} has no chat completions: {status} {message}"
+            )
         if status == 501:
             return JudgeRefused(
                 f"server {self.spec.url} does not serve decisions for model {model}: 501 {message}"
@@ -232,10 +267,6 @@ class RemoteJudge:
             return JudgeRefused(
                 f"server {self.spec.url} refused the key ({status} {message}): set "
                 f"{self.spec.key_env}"
-            )
-        if status in (404, 405, 501) and what == "generate text":
-            return NoTextGeneration(
-                f"server {self.spec.url} has no chat completions: {status} {message}"
             )
         if status in (404, 405) and what != "answer":
             return JudgeRefused(f"server {self.spec.url} cannot {what}: {status} {message}")
@@ -337,11 +368,8 @@ class RemoteJudge:
             if regex is not None:
                 extension["regex"] = regex
             body["anvil"] = extension
-        elif regex is not None:
-            raise RemoteJudgeError(
-                f"server {self.spec.url} takes no regular expression for its text (anvil "
-                "serve does): use a code node, or anvil serve"
-            )
+        elif regex is not None:  # G-Eval steps: their text is parsed either way
+            log.info("%s takes no regular expression: the text is generated free", self.spec.url)
         try:
             data, usage = self._post("/v1/chat/completions", body, what="generate text")
         except RemoteJudgeError as exc:
@@ -425,6 +453,10 @@ def _usage(data: dict[str, Any], headers: Any) -> Usage:
     evaluated = int(headers.get("x-anvil-evaluated-tokens", prompt))
     reused = int(headers.get("x-anvil-reused-tokens", 0))
     return Usage(prompt, reused, evaluated, 1, 0)
+
+
+def _items(identity: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(identity.items()))
 
 
 def _short(value: Any) -> str:

@@ -26,7 +26,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from anvil_local.errors import AnvilError, MetricDefinitionError, MetricTypeError
+from anvil_local.errors import (
+    AnvilError,
+    JudgeRefused,
+    JudgeUnavailable,
+    MetricDefinitionError,
+    MetricTypeError,
+)
 from anvil_local.judge.results import Usage
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_name, check_threshold
 from anvil_local.metrics.calibration import score_input
@@ -177,6 +183,8 @@ class ChunkedMetric(BaseMetric):
                 if index < len(parts):
                     try:
                         result = self.metric.run(parts[index], session, include_reason=False)
+                    except (JudgeRefused, JudgeUnavailable):
+                        raise  # the judge itself is gone: not one case's error
                     except AnvilError:
                         continue  # `run` reads it again and reports the error
                     self._prepared[key][1][index] = result

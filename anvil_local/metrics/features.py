@@ -19,7 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from anvil_local.errors import AnvilError, MetricDefinitionError, MetricTypeError
+from anvil_local.errors import (
+    AnvilError,
+    JudgeRefused,
+    JudgeUnavailable,
+    MetricDefinitionError,
+    MetricTypeError,
+)
 from anvil_local.judge.results import Usage
 from anvil_local.metrics.base import BaseMetric, MetricResult, check_name, check_threshold
 from anvil_local.metrics.definitions import metric_from_dict
@@ -128,6 +134,8 @@ class FeaturesMetric(BaseMetric):
                 for case in cases:
                     try:
                         result = member.run(case, session, include_reason=False)
+                    except (JudgeRefused, JudgeUnavailable):
+                        raise  # the judge itself is gone: not one case's error
                     except AnvilError:
                         continue  # `run` reads it again and reports the error
                     self._readings[(index, id(case))] = (case, result)

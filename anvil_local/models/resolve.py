@@ -39,12 +39,16 @@ def resolve_model(
     settings: JudgeSettings | None = None,
     workers: int = 1,
     tune: bool = True,
+    remote: bool = True,
 ) -> ResolvedModel:
     """The run's model (see the module docstring). `tune` False never measures the host
-    (an untuned host then gets the shipped file)."""
-    remote = remote_specs(spec)
-    if remote:
-        return resolve_remote(remote)
+    (an untuned host then gets the shipped file); `remote` False never turns to a decision
+    server ($ANVIL_JUDGE_URL is not read; a server named outright is refused)."""
+    servers = remote_specs(spec) if remote or spec is not None else ()
+    if servers and not remote:
+        raise ModelError(f"{spec} is a decision server; a local model is needed here")
+    if servers:
+        return resolve_remote(servers)
     if isinstance(spec, ResolvedModel) and spec.remote:
         return spec
     found = spec if isinstance(spec, ResolvedModel) else _identify(spec, tune)

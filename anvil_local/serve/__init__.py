@@ -52,7 +52,7 @@ def start(
     sock = server.bind(settings.host, settings.port)  # a busy port fails before any load
     try:
         specs = settings.models or (None,)
-        models = [resolve_model(spec, settings.judge) for spec in specs]
+        models = [resolve_model(spec, settings.judge, remote=False) for spec in specs]
         engine = Engine.load(models, settings.limits)
         if not is_loopback(settings.host) and not settings.api_key:
             note(

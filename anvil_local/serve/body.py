@@ -7,6 +7,7 @@ non-finite numbers refused, as the spec asks), an object at the top, then the sc
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -38,12 +39,21 @@ def parse_json(raw: bytes) -> dict[str, Any]:
     if not text.strip():
         raise bad_request("body is empty: send a JSON object")
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        data = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constant,
+            parse_float=_finite,
+        )
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
         raise bad_request(f"body is not valid JSON: {exc.msg} at {where}") from None
     except _Refused as exc:
         raise bad_request(str(exc)) from None
+    except RecursionError:
+        raise bad_request("body nests arrays or objects too deeply") from None
+    except ValueError as exc:  # an integer of thousands of digits, say
+        raise bad_request(f"body holds a value that cannot be read: {exc}") from None
     if not isinstance(data, dict):
         raise invalid(f"the body must be a JSON object, not {type(data).__name__}")
     return data
@@ -96,3 +106,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _no_constant(name: str) -> Any:
     raise _Refused(f"body holds {name}, which is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(f"body holds {text}, which is not a finite number")
+    return value

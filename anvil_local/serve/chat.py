@@ -11,6 +11,7 @@ from typing import Any
 
 from anvil_local.errors import ContextOverflow, GenerationError
 from anvil_local.judge import GenerationResult, Judge, Prompt
+from anvil_local.judge.trie import PromptTrie
 from anvil_local.serve.engine import Engine, Ticket
 from anvil_local.serve.errors import invalid, tokens_exceeded
 from anvil_local.serve.settings import Limits
@@ -86,6 +87,7 @@ def generate(chat: ChatPlan, limits: Limits) -> Callable[[Judge, Ticket], Genera
         ticket.check()
         if chat.system is not None:
             judge = judge.with_system(chat.system)
+            judge.trie = PromptTrie()  # each request's own, as the lane does for the judge
         prompt = chat.prompt
         budget = chat.max_tokens
         if budget is None:  # as much as the limit and the context allow
@@ -99,6 +101,11 @@ def generate(chat: ChatPlan, limits: Limits) -> Callable[[Judge, Ticket], Genera
             raise tokens_exceeded(exc.tokens, exc.limit) from None
         except GenerationError as exc:
             raise invalid(f"{exc}; raise max_tokens") from None
+        except (ValueError, TypeError, RuntimeError) as exc:  # a schema or regex not compiled
+            if chat.schema is None and chat.regex is None:
+                raise
+            what = "response_format's schema" if chat.schema is not None else "regex"
+            raise invalid(f"the {what} cannot be compiled into a grammar: {exc}") from None
 
     return work
 

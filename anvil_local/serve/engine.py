@@ -119,6 +119,13 @@ class Engine:
         names = [m.name for m in models]
         if len(set(names)) != len(names):
             cls([_Named(m) for m in models], limits)  # raises, naming the model
+        keys = [JudgePool.key(m) for m in models]
+        if len(set(keys)) != len(keys):  # one loaded model under two names: one context
+            raise ServeStartError(
+                f"the same model file is served twice, under {', '.join(names)}: serve it once"
+            )
+        if any(m.remote for m in models):
+            raise ServeStartError("anvil serve serves local models, not decision servers")
         pool = JudgePool(limit=max(1, len(models)))
         return cls([pool.get(m) for m in models], limits, pool)
 

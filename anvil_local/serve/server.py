@@ -3,7 +3,6 @@ print one line when ready, stop on SIGINT/SIGTERM after the requests in flight."
 
 from __future__ import annotations
 
-import signal
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -82,8 +81,8 @@ def _server_class() -> Any:
             # uvicorn's own handler, but the signal is not raised again after the stop: the
             # command exits with 128 + signal itself, after its closing line
             self.stopped_by = self.stopped_by or int(sig)
-            if self.should_exit and sig == signal.SIGINT:
-                self.force_exit = True  # a second Ctrl-C: stop waiting for requests
+            if self.should_exit:
+                self.force_exit = True  # a second signal: stop waiting for requests
             self.should_exit = True
 
     return Server

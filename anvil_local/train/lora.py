@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from anvil_local import signals
 from anvil_local.errors import DataError, MissingExtra
 from anvil_local.train.data import ROW_VERSION
 from anvil_local.train.sources import file_sha256
@@ -357,8 +358,9 @@ class Trainer:
         self.state.history.append(point)
         self.report(point)
 
-    def _interrupt(self, *_: Any) -> None:
+    def _interrupt(self, sig: int, frame: Any = None) -> None:
         log.warning("stopping after this step; a checkpoint is written first")
+        signals.note(sig)
         self._stop = True
 
     def save(self) -> None:

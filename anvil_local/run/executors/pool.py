@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
+import os
 import queue
 import signal
+import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
+from anvil_local import signals
 from anvil_local.errors import (
     AnvilError,
+    ModelError,
     ModelLoadError,
     NativeCrash,
     RemoteJudgeError,
@@ -50,12 +56,16 @@ def _worker(
     include_reason: bool | None,
     tasks: Any,
     results: Any,
+    stop: Any,
 ) -> None:
     """A worker process: open each judge once, on its first group, then judge whole prefix
-    groups."""
+    groups, until the queue ends or the main process says stop (after the pair in hand)."""
     from anvil_local.models.sessions import open_session
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    die_with_parent()
+    # Ctrl-C and SIGTERM are the main process's to handle: it stops the run gracefully
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         metrics = [metric_from_wire(w) for w in metric_wires]
     except Exception as exc:
@@ -68,11 +78,13 @@ def _worker(
         return False
 
     def on_start(position: int, index: int) -> None:
+        if stop.is_set():
+            raise _Stopped
         results.put(("start", (number, position, index)))
 
     while True:
         task = tasks.get()
-        if task is None:
+        if task is None or stop.is_set():
             results.put(("exit", number))
             return
         task_id, judge, wire = task
@@ -82,9 +94,45 @@ def _worker(
             if session is None:
                 session = sessions[judge] = open_session(judges[judge])
             judge_group(group_from_wire(wire), metrics, session, include_reason, deliver, on_start)
+        except _Stopped:
+            results.put(("exit", number))
+            return
         except (ModelLoadError, NativeCrash, RemoteJudgeError) as exc:  # loaded on first use
             results.put(("fatal", str(exc)))
             return
+
+
+class _Stopped(Exception):
+    """The main process asked the workers to stop (the run was interrupted)."""
+
+
+def die_with_parent() -> None:
+    """A worker ends with the process that started it, whatever killed that one: the
+    kernel's parent-death signal (Linux), and a thread watching the parent's sentinel (the
+    pipe to it closes when it dies) as a second guard, and for other platforms."""
+    parent = mp.parent_process()
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if parent is None:
+        return
+    if os.getppid() != parent.pid:  # it died before the signal was asked for
+        os._exit(1)
+
+    def watch() -> None:
+        from multiprocessing.connection import wait
+
+        wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+#: Seconds an interrupted run waits for the pairs being judged before ending the workers.
+GRACE = 10.0
 
 
 class _Workers:
@@ -147,10 +195,41 @@ def crash_result(metric: BaseMetric, message: str) -> MetricResult:
     return MetricResult(metric.name, None, None, metric.threshold, error=message)
 
 
-def jobs_note(jobs: int, groups: int, cores: int, threads: int) -> str:
+def memory_fit(judges: list[ResolvedModel]) -> tuple[int | None, int, int]:
+    """How many worker processes fit in this machine's available memory (None: unknown),
+    what one needs (each worker may open every judge of the run), and what is available."""
+    from anvil_local.judge.memory import available_bytes, worker_bytes
+
+    try:
+        need = sum(worker_bytes(j) for j in judges)
+    except Exception as exc:  # an estimate that cannot be made clamps nothing
+        log.debug("no memory estimate: %s", exc)
+        return None, 0, 0
+    available = available_bytes()
+    return (None if available is None else available // need), need, available or 0
+
+
+def jobs_note(
+    jobs: int,
+    groups: int,
+    cores: int,
+    threads: int,
+    fit: int | None = None,
+    need: int = 0,
+    available: int = 0,
+) -> str:
     """What `--jobs N` really uses when N is more than can run ("" when it is not): one
     worker per prompt-prefix group at most (a group is judged by one worker, in order, so
-    its prefix stays warm), `threads` each, and workers beyond the cores share them."""
+    its prefix stays warm), no more than fit in the available memory (`fit` workers of
+    `need` bytes), `threads` each, and workers beyond the cores share them."""
+    if fit is not None and fit < jobs and fit < groups:
+        each = f"{threads} thread{'s' if threads != 1 else ''}"
+        return (
+            f"--jobs {jobs}: starting {fit} worker process{'es' if fit != 1 else ''} with "
+            f"{each} each, not {jobs}: "
+            f"each needs about {need >> 20} MB (its model and context) and this machine has "
+            f"{available >> 20} MB available"
+        )
     used = min(jobs, groups)
     each = f"{threads} thread{'s' if threads != 1 else ''}"
     if used <= 1 and jobs > 1:
@@ -184,25 +263,39 @@ class PoolExecutor:
         from anvil_local.judge.settings import default_threads
 
         threads = max(j.settings.thread_count() for j in plan.judges)
-        note = jobs_note(self.jobs, len(plan.groups), default_threads(), threads)
+        fit, need, available = (None, 0, 0)
+        if len(plan.groups) > 1:
+            from anvil_local.judge.native import ensure_native_ok
+
+            for model in plan.judges:  # a build that cannot run here fails in a child first
+                if not model.remote:
+                    settings = model.settings
+                    ensure_native_ok(
+                        Path(model.path), settings.thread_count(), settings.n_gpu_layers
+                    )
+            fit, need, available = memory_fit(plan.judges)
+        if fit is not None and fit < 1:
+            raise ModelError(
+                f"--jobs {self.jobs}: not even one worker fits: each needs about {need >> 20} "
+                f"MB (its model and a {plan.model.settings.n_ctx}-token context) and this "
+                f"machine has {available >> 20} MB available; free memory, or lower --n-ctx"
+            )
+        note = jobs_note(
+            self.jobs, len(plan.groups), default_threads(), threads, fit, need, available
+        )
         if note:
             log.warning("%s", note)
+        jobs = min(self.jobs, fit) if fit is not None else self.jobs
         if len(plan.groups) <= 1:  # one group cannot be shared: no process to start
             from anvil_local.run.executors.local import LocalExecutor
 
             LocalExecutor().execute(plan, deliver)
             return
-        from anvil_local.judge.native import ensure_native_ok
-
         judges = plan.judges  # resolved for this many workers (`resolve_model`)
         wires = [metric_to_wire(m) for m in plan.metrics]
-        for model in judges:
-            if not model.remote:
-                # once here, so that workers find the verdict cached instead of each checking
-                settings = model.settings
-                ensure_native_ok(Path(model.path), settings.thread_count(), settings.n_gpu_layers)
         ctx = mp.get_context("spawn")
         tasks, results = ctx.Queue(), ctx.Queue()
+        stop = ctx.Event()  # set when the run is interrupted: workers stop after their pair
         by_position = {item.row.position: item.row for group in plan.groups for item in group}
         groups = dict(enumerate(plan.groups))  # task id -> the pairs it holds
         judge_of_task = dict(enumerate(plan.group_judge))  # task id -> its judge
@@ -218,13 +311,13 @@ class PoolExecutor:
             process = ctx.Process(
                 target=_worker,
                 daemon=True,
-                args=(number, judges, wires, plan.include_reason, tasks, results),
+                args=(number, judges, wires, plan.include_reason, tasks, results, stop),
             )
             process.start()
             return process
 
         workers = _Workers(start)
-        for _ in range(min(self.jobs, len(plan.groups))):
+        for _ in range(min(jobs, len(plan.groups))):
             workers.add()
 
         def handle(kind: str, payload: Any) -> bool:
@@ -298,23 +391,49 @@ class PoolExecutor:
                 workers.add()
             return False
 
+        def wind_down() -> None:
+            """Interrupted: no more work is handed out; the pairs being judged may finish
+            (and are delivered, so they are written) for up to GRACE seconds, then the
+            workers are ended. A second signal ends them at once."""
+            stop.set()
+            for _ in workers.alive():
+                tasks.put(None)  # wakes a worker waiting on an empty queue
+            deadline = time.monotonic() + GRACE
+            try:
+                while workers.alive() and time.monotonic() < deadline and not signals.forced():
+                    try:
+                        kind, payload = results.get(timeout=0.2)
+                    except queue.Empty:
+                        for number, process in enumerate(workers.processes):
+                            if process.exitcode is not None:
+                                workers.exited.add(number)
+                        continue
+                    if kind in ("result", "exit"):
+                        handle(kind, payload)
+            except KeyboardInterrupt:
+                pass  # the second Ctrl-C or SIGTERM: stop waiting
+
         try:
-            while pending:
-                try:
-                    kind, payload = results.get(timeout=0.5)
-                except queue.Empty:
-                    kind = None
-                if kind is not None and handle(kind, payload):
-                    return
-                crash = workers.crashed()
-                if crash is None:
-                    continue
-                if drain():  # keep every result that reached the queue first
-                    return
-                if crash[0] in workers.exited:
-                    continue  # its goodbye was still in the queue: a normal exit
-                if recover(*crash):
-                    return
+            try:
+                while pending:
+                    try:
+                        kind, payload = results.get(timeout=0.5)
+                    except queue.Empty:
+                        kind = None
+                    if kind is not None and handle(kind, payload):
+                        return
+                    crash = workers.crashed()
+                    if crash is None:
+                        continue
+                    if drain():  # keep every result that reached the queue first
+                        return
+                    if crash[0] in workers.exited:
+                        continue  # its goodbye was still in the queue: a normal exit
+                    if recover(*crash):
+                        return
+            except KeyboardInterrupt:
+                wind_down()
+                raise
             for _ in workers.alive():
                 tasks.put(None)  # every pair is judged: let the workers say goodbye
             for process in workers.processes:
@@ -322,9 +441,13 @@ class PoolExecutor:
             if crashes:
                 raise WorkerCrash(_crash_summary(crashes, stopped=False))
         finally:
+            # tasks still queued for workers that are gone (a stop, fail-fast, a crash) must
+            # not hold this process's exit: multiprocessing would wait to flush them
+            tasks.cancel_join_thread()
+            results.cancel_join_thread()
             for process in workers.processes:
                 if process.is_alive():
-                    process.terminate()
+                    process.kill()  # they ignore SIGTERM (it is the main process's)
             for process in workers.processes:
                 process.join(timeout=5)
 

@@ -20,6 +20,7 @@ from anvil_local.cache import default_cache
 from anvil_local.errors import AnvilError, JudgeUnavailable
 from anvil_local.judge.remote import RemoteJudge
 from anvil_local.judge.session import JudgeSession
+from anvil_local.metrics.definitions import metric_from_wire, metric_to_wire
 from anvil_local.metrics.result import MetricResult
 from anvil_local.run.executors.base import Deliver, judge_group
 from anvil_local.run.plan import Plan, WorkGroup, WorkItem
@@ -51,52 +52,75 @@ class RemoteExecutor:
         if any(not model.remote for model in plan.judges):
             raise AnvilError("the remote executor judges on decision servers only")
         queue: deque[tuple[int, WorkGroup]] = deque(zip(plan.group_judge, plan.groups, strict=True))
-        lock = threading.Lock()
+        changed = threading.Condition()  # guards everything below; notified on any change
         delivered: set[tuple[int, int]] = set()
+        busy = [0] * len(plan.judges)  # groups in flight, by judge
         state: dict[str, Any] = {"stop": False, "fatal": None, "lost": {}}
 
         def take(judge: int) -> WorkGroup | None:
-            with lock:
-                for i, (owner, group) in enumerate(queue):
-                    if owner == judge and not state["stop"]:
-                        del queue[i]
-                        return group
-            return None
+            """The next group of this judge; while none is queued but some are in flight
+            (a server may drop one back), wait; None when the judge's work is done."""
+            with changed:
+                while not state["stop"]:
+                    for i, (owner, group) in enumerate(queue):
+                        if owner == judge:
+                            del queue[i]
+                            busy[judge] += 1
+                            return group
+                    if busy[judge] == 0:
+                        return None
+                    changed.wait(0.5)
+                return None
+
+        def done(judge: int, rest: WorkGroup | None = None) -> None:
+            with changed:
+                busy[judge] -= 1
+                if rest:
+                    queue.appendleft((judge, rest))
+                changed.notify_all()
 
         def hand(position: int, index: int, result: MetricResult) -> bool:
-            with lock:
+            with changed:
                 if state["stop"] or (position, index) in delivered:
                     return state["stop"]
                 delivered.add((position, index))
                 if deliver(position, index, result):
                     state["stop"] = True
+                    changed.notify_all()
                 return state["stop"]
 
         def lane(judge: int, server: int) -> None:
             model = plan.judges[judge]
             spec = model.remote[server]
+            metrics = [_own_copy(m) for m in plan.metrics]
             session: JudgeSession | None = None
-            while not state["stop"]:
-                group = take(judge)
-                if group is None:
-                    return
-                try:
-                    if session is None:
-                        session = JudgeSession(RemoteJudge(spec, expected=model), default_cache())
-                    judge_group(group, plan.metrics, session, plan.include_reason, hand)
-                except JudgeUnavailable as exc:
-                    rest = _undelivered(group, delivered, lock)
-                    with lock:
-                        if rest:
-                            queue.appendleft((judge, rest))
-                        state["lost"][spec.url] = str(exc)
-                    log.warning("%s; its work goes to the other servers", exc)
-                    return
-                except BaseException as exc:  # a refusal, or anything else: the run stops
-                    with lock:
-                        state["stop"] = True
-                        state["fatal"] = state["fatal"] or exc
-                    return
+            try:
+                while not state["stop"]:
+                    group = take(judge)
+                    if group is None:
+                        return
+                    try:
+                        if session is None:
+                            judge_of = RemoteJudge(spec, expected=model)
+                            session = JudgeSession(judge_of, default_cache())
+                        judge_group(group, metrics, session, plan.include_reason, hand)
+                    except JudgeUnavailable as exc:
+                        done(judge, _undelivered(group, delivered, changed))
+                        with changed:
+                            state["lost"][spec.url] = str(exc)
+                        log.warning("%s; its work goes to the other servers", exc)
+                        return
+                    except BaseException as exc:  # a refusal, or anything else: the run stops
+                        with changed:
+                            state["stop"] = True
+                            state["fatal"] = state["fatal"] or exc
+                            changed.notify_all()
+                        done(judge)
+                        return
+                    done(judge)
+            finally:
+                if session is not None:
+                    session.judge.close()
 
         threads = [
             threading.Thread(target=lane, args=lane_of, name=f"judge-{n}", daemon=True)
@@ -109,8 +133,9 @@ class RemoteExecutor:
                 while thread.is_alive():
                     thread.join(0.2)
         except KeyboardInterrupt:
-            with lock:
+            with changed:
                 state["stop"] = True
+                changed.notify_all()
             raise
         if state["fatal"] is not None:
             raise state["fatal"]
@@ -123,7 +148,7 @@ class RemoteExecutor:
             )
 
 
-def _undelivered(group: WorkGroup, delivered: set, lock: threading.Lock) -> WorkGroup:
+def _undelivered(group: WorkGroup, delivered: set, lock: threading.Condition) -> WorkGroup:
     with lock:
         rest = []
         for item in group:
@@ -131,3 +156,12 @@ def _undelivered(group: WorkGroup, delivered: set, lock: threading.Lock) -> Work
             if left:
                 rest.append(WorkItem(item.row, left))
         return rest
+
+
+def _own_copy(metric: Any) -> Any:
+    """A lane's own copy of a metric (some keep a group's prepared readings on themselves),
+    rebuilt from its definition; a kind that cannot be rebuilt so is shared as it is."""
+    try:
+        return metric_from_wire(metric_to_wire(metric))
+    except AnvilError:
+        return metric
