@@ -1,9 +1,11 @@
-"""Render the benchmarks' JSON figures into the tables of benchmarks/README.md.
+"""Render the benchmarks' JSON figures into the tables of the benchmarks pages
+(benchmarks/speed.md, agreement.md, training.md, formats.md; README.md is their index).
 
-    python benchmarks/render.py           # rewrite the README's figure blocks
-    python benchmarks/render.py --check   # exit 1 when the README is not what they render
+    python benchmarks/render.py           # rewrite the pages' figure blocks
+    python benchmarks/render.py --check   # exit 1 when a page is not what they render
 
-The README holds one block per question, and only this script writes inside it:
+The pages hold one block per question (each on one page), and only this script writes inside
+it:
 
     <!-- figures:prefix_reuse -->
     ...
@@ -31,6 +33,12 @@ from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 README = BENCH_DIR / "README.md"
+#: The pages the figures live on, by area; the README is their index.
+PAGES = [
+    README,
+    *(BENCH_DIR / f"{area}.md" for area in ("speed", "agreement", "training", "formats")),
+]
+_PAGE = re.compile(r"<!-- render:page (?P<name>[^ ]+) -->\n")
 RESULTS = BENCH_DIR / "results"
 SCHEMA = 1
 
@@ -224,6 +232,20 @@ def render_readme(text: str, results: Mapping[str, Sequence[Mapping[str, Any]]])
     return BLOCK.sub(fill, text)
 
 
+def render_pages(
+    texts: Mapping[str, str], results: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> dict[str, str]:
+    """Every page with its figures blocks rewritten: the pages are rendered as one text, so
+    a question's block may be on any page but on one only, and every result has a home."""
+    joined = "".join(f"<!-- render:page {name} -->\n{text}" for name, text in texts.items())
+    rendered = render_readme(joined, results)
+    marks = list(_PAGE.finditer(rendered))
+    return {
+        mark["name"]: rendered[mark.end() : marks[i + 1].start() if i + 1 < len(marks) else None]
+        for i, mark in enumerate(marks)
+    }
+
+
 def stale_blocks(old: str, new: str) -> list[str]:
     before = {m["question"]: m["body"] for m in BLOCK.finditer(old)}
     return [m["question"] for m in BLOCK.finditer(new) if before.get(m["question"]) != m["body"]]
@@ -231,28 +253,33 @@ def stale_blocks(old: str, new: str) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--check", action="store_true", help="exit 1 if the README is stale")
-    p.add_argument("--readme", type=Path, default=README, help=argparse.SUPPRESS)
+    p.add_argument("--check", action="store_true", help="exit 1 if a page is stale")
+    p.add_argument("--readme", type=Path, default=None, help=argparse.SUPPRESS)
     p.add_argument("--results", type=Path, default=RESULTS, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    pages = [args.readme] if args.readme is not None else [page for page in PAGES if page.exists()]
     try:
-        old = args.readme.read_text()
-        new = render_readme(old, load_results(args.results))
+        old = {str(page): page.read_text() for page in pages}
+        new = render_pages(old, load_results(args.results))
     except (OSError, RenderError) as exc:
         print(f"render: {exc}", file=sys.stderr)
         return 1
-    if new == old:
-        return 0
-    if args.check:
-        stale = ", ".join(stale_blocks(old, new)) or "outside the figures blocks"
-        print(
-            f"render: {args.readme} is stale ({stale}); run python benchmarks/render.py",
-            file=sys.stderr,
-        )
-        return 1
-    args.readme.write_text(new)
-    print(f"render: rewrote {', '.join(stale_blocks(old, new))} in {args.readme}")
-    return 0
+    status = 0
+    for page in pages:
+        before, after = old[str(page)], new[str(page)]
+        if after == before:
+            continue
+        stale = ", ".join(stale_blocks(before, after)) or "outside the figures blocks"
+        if args.check:
+            print(
+                f"render: {page} is stale ({stale}); run python benchmarks/render.py",
+                file=sys.stderr,
+            )
+            status = 1
+            continue
+        page.write_text(after)
+        print(f"render: rewrote {stale} in {page}")
+    return status
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ summaries, `--rounds` times.
 - With `--panel`, "anvil panel" runs too: the same four files as one G-Eval panel
   (`examples/geval/summeval_panel.toml`: each member's prompt holds the four definitions, then
   the case, then a cue naming the member), on its own model instance. Its scores are those of
-  the panel, not of each file alone (see benchmarks/README.md for how they agree with people).
+  the panel, not of each file alone (see benchmarks/agreement.md for how they agree with people).
 
 Files: with no `--model`, both tools run on the catalogue's shipped file and on the file
 `anvil models tune` chose for this host (when it differs), so the table holds the same-file

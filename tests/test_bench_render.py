@@ -54,7 +54,7 @@ def test_readme_figures_are_current(render) -> None:
 def test_every_results_file_is_valid_and_has_a_block(render) -> None:
     results = render.load_results()
     assert results, "no results files"
-    readme = (BENCH / "README.md").read_text()
+    readme = "".join(page.read_text() for page in render.PAGES)  # the index and its pages
     for question, records in results.items():
         assert f"<!-- figures:{question} -->" in readme
         for data in records:
@@ -153,3 +153,36 @@ def test_a_variant_with_a_block_of_its_own_renders_there_alone(render, tmp_path:
     plain, own = text.split("<!-- figures:tiny.b -->")
     assert "**plain**" in plain and "**A**" in plain and "**B**" not in plain
     assert "**B**" in own and "**plain**" not in own and "**A**" not in own
+
+
+def test_the_index_is_short_and_links_every_page_and_question(render) -> None:
+    """benchmarks/README.md is an index (at most 150 lines) of the pages by area; every
+    figures block lives on a page, under a heading the index links to."""
+    import re
+
+    def anchor(heading: str) -> str:
+        return re.sub(r"[^\w\- ]", "", heading.lower().replace("`", "")).replace(" ", "-")
+
+    index = render.README.read_text()
+    assert len(index.splitlines()) <= 150
+    assert "<!-- figures:" not in index
+    for page in render.PAGES[1:]:
+        text = page.read_text()
+        assert f"]({page.name})" in index, page.name
+        for block in render.BLOCK.finditer(text):
+            headings = re.findall(r"^#{2,3} (.+)$", text[: block.start()], re.M)
+            link = f"({page.name}#{anchor(headings[-1])})"
+            assert link in index, f"{block['question']}: the index has no link {link}"
+
+
+def test_a_block_renders_on_whichever_page_holds_it(render, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "tiny.json").write_text(json.dumps(record()))
+    pages = {
+        "index.md": "# Index\n",
+        "area.md": "# Area\n<!-- figures:tiny -->\n<!-- /figures -->\n",
+    }
+    rendered = render.render_pages(pages, render.load_results(results))
+    assert rendered["index.md"] == "# Index\n"
+    assert rendered["area.md"].startswith("# Area\n<!-- figures:tiny -->\n**A tiny table**\n")

@@ -1,10 +1,12 @@
 """The documentation against the code: the CLI reference is what `--help` prints, links and
 paths point at files that exist, and the commands, options, environment variables and metric
-snippets the docs show are ones the code knows. No model is loaded."""
+snippets the docs show are ones the code knows. No model is loaded, but by the README's main
+job (marked `model`)."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import shlex
 import shutil
@@ -207,3 +209,51 @@ def test_readme_python_snippets_compile():
     assert blocks
     for body in blocks:
         compile(body, "README.md", "exec")
+
+
+def _leaf(line: dict) -> str:
+    """Where a headings DAG's walk ended, in the question's own terms: the headings are not
+    all there, there in order, or there out of order (each DAG names its nodes its own way)."""
+    verdicts = [
+        step.get("verdict") for step in line["trace"]["path"] if step.get("verdict") is not None
+    ]
+    if verdicts[0] in (False, "No"):
+        return "not all there"
+    return "in order" if verdicts[1] in (True, "Yes") else "out of order"
+
+
+@pytest.mark.model
+def test_readme_main_job_runs_and_its_two_dags_agree_on_every_leaf(
+    real_data_dir, tmp_path, monkeypatch
+):
+    """The README's main job, as its first set-up command runs it: the code DAG and the
+    trained judge's DAG walk each example summary to the same leaf, and `--pair` sets them
+    side by side."""
+    from click.testing import CliRunner
+
+    setup = next(
+        b for lang, b in _blocks(ROOT / "README.md") if lang == "sh" and "pip install ." in b
+    )
+    job = setup.strip().split("&& ")[-1]
+    assert job.startswith("anvil eval ") and "--pair" in job
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, shlex.split(job)[1:])
+    assert result.exit_code == 1, result.output  # three of the four summaries fail, as they should
+    assert (
+        "Summary headings and Summary headings (trained judge): the same verdict on 4 of 4 cases"
+        in result.output
+    )
+    lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()[1:]]
+    leaves: dict[str, dict[str, str]] = {}
+    for line in lines:
+        leaves.setdefault(line["case_id"], {})[line["metric"]] = _leaf(line)
+    assert len(leaves) == 4
+    for case, by_metric in leaves.items():
+        assert len(set(by_metric.values())) == 1, (case, by_metric)
+    assert {c: v["Summary headings"] for c, v in leaves.items()} == {
+        "ordered": "in order",
+        "missing-conclusion": "not all there",
+        "swapped": "out of order",
+        "no-headings": "not all there",
+    }

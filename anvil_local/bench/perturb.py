@@ -4,7 +4,7 @@ changed in one checkable way as an unfaithful one (label 0): a number, a date wo
 a pronoun swapped for another, a negation added or removed, or a sentence of another document.
 
 A head fitted on these (`anvil fit`) needs no human label; how it does against the same head
-fitted on human labels is the question `benchmarks/README.md` answers. Every choice is drawn
+fitted on human labels is the question `benchmarks/agreement.md` answers. Every choice is drawn
 from a seeded generator over the documents in file order, so the same documents give the same
 cases on every run.
 """

@@ -80,6 +80,7 @@ from anvil_local.errors import DataError, WorkerCrash
     "like an error; its score kept).",
 )
 @options.FIELDS
+@options.SIDE_BY_SIDE
 @options.PROGRESS
 @options.JUDGE
 def eval_command(
@@ -97,6 +98,7 @@ def eval_command(
     abstain_below: tuple[str, ...],
     uncertain_policy: str,
     fields: tuple[str, ...],
+    pairs: tuple[str, ...],
     progress: bool | None,
     **load: Any,
 ) -> None:
@@ -123,6 +125,7 @@ def eval_command(
     chosen_shard = Shard.parse(shard) if shard is not None else None
     abstain = Abstention.parse(abstain_below, uncertain_policy)
     metrics = [m for path in metric_files for m in load_metrics(path)]
+    side_by_side = _pairs(pairs, [m.name for m in metrics])
     rows = read_cases(data_file, parse_field_map(fields))
     tty = sys.stderr.isatty()
     show = tty if progress is None else progress
@@ -135,7 +138,7 @@ def eval_command(
     ]
     if junit_file is not None:
         sinks.append(JUnitSink(junit_file))
-    sinks.append(SummarySink(out_file))
+    sinks.append(SummarySink(out_file, pairs=side_by_side))
     crash: WorkerCrash | None = None
     try:
         outcome = evaluate(
@@ -216,3 +219,19 @@ def merge(
     if len(report.missing) > 20:
         click.echo(f"... and {len(report.missing) - 20} more missing pairs", err=True)
     sys.exit(EXIT_FAILED if report.missing or report.errors else 0)
+
+
+def _pairs(items: tuple[str, ...], names: list[str]) -> list[tuple[str, str]]:
+    """Each --pair METRIC=METRIC as two metric names of this run (a name may hold "=": the
+    split is the one that leaves two of the run's names)."""
+    found = []
+    for item in items:
+        splits = [(item[:i].strip(), item[i + 1 :].strip()) for i, c in enumerate(item) if c == "="]
+        pair = next(((a, b) for a, b in splits if a in names and b in names), None)
+        if pair is None:
+            raise DataError(
+                f"--pair {item!r}: give two metrics of this run as METRIC=METRIC "
+                f"(this run's: {', '.join(names)})"
+            )
+        found.append(pair)
+    return found

@@ -279,6 +279,16 @@ PAIR = _declare(
     "under its new name (its definition may differ; repeatable).",
 )
 
+SIDE_BY_SIDE = _declare(
+    "--pair",
+    "pairs",
+    multiple=True,
+    metavar="METRIC=METRIC",
+    help="Two metrics of this run that answer the same question (a code DAG and a judge's, "
+    "say): after the summary, their scores case by case and a line for each case where they "
+    "disagree (repeatable).",
+)
+
 # -- how a run goes -----------------------------------------------------------------------
 
 NO_CACHE = _declare(

@@ -3,7 +3,7 @@
 A judge spends nearly all its time reading prompts, and llama.cpp's CPU kernels are not
 equally fast for every format: on x86-64 hosts Q4_0 and Q8_0 read prompts about twice as
 fast as Q4_1 (`benchmarks/throughput.py`). Re-quantizing a Q4_1 file to Q8_0 keeps all the
-precision the Q4_1 file has; to Q4_0 it loses a little (fidelity: `benchmarks/README.md`).
+precision the Q4_1 file has; to Q4_0 it loses a little (fidelity: `benchmarks/formats.md`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A LoRA adapter merged into its base model's weights, written as one GGUF file.
 
 llama.cpp applies an adapter at run time by adding its low-rank products to every projection
-it adapts, on every token: 6% to 16% more time a case on SmolLM2-135M (benchmarks/README.md,
+it adapts, on every token: 6% to 16% more time a case on SmolLM2-135M (benchmarks/training.md,
 "The adapter's cost"), and only over the base's own file. Merged, the adapted weights are
 W + alpha/rank * B.A, computed once from the base file the adapter was trained on, then
 written in the format of a faster conversion of that base (llama.cpp's own, Q8_0 say), so

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TextIO
@@ -242,14 +242,23 @@ class JUnitSink(BaseSink):
 
 
 class SummarySink(BaseSink):
-    """The per-metric summary table, written at the end (to stderr by default)."""
+    """The per-metric summary table, written at the end (to stderr by default), then each
+    pair of metrics asked to be shown side by side (`anvil eval --pair`)."""
 
-    def __init__(self, out: Path | None = None, stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        out: Path | None = None,
+        stream: TextIO | None = None,
+        pairs: Sequence[tuple[str, str]] = (),
+    ) -> None:
         self.out = out
         self.stream = stream
+        self.pairs = list(pairs)
 
     def finish(self, outcome: EvaluationResult) -> None:
-        from anvil_local.run.report import render_summary
+        from anvil_local.run.report import render_pair, render_summary
 
         stream = self.stream or sys.stderr
         stream.write(render_summary(outcome, self.out) + "\n")
+        for first, second in self.pairs:
+            stream.write("\n" + render_pair(outcome, first, second) + "\n")

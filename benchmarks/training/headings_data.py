@@ -7,7 +7,8 @@ Writes `present.jsonl` (every case, `labels.present`: the three headings 'Intro'
 three, `labels.ordered`: they come in that order), as `anvil train data --cases` reads them.
 The summaries are made by code from word lists (no evaluation text is used), so every label
 is exact: a random set of headings (the three, some of them, distractors such as 'Notes',
-or none), in a random order, in a few styles ('Intro', 'Intro:', '## Intro'), over filler
+or none), in a random order, in one of the ways a person writes a heading ('Intro',
+'Intro:', '## Intro', 'INTRO', '**Intro**', 'intro', ...), over filler
 meeting sentences that sometimes name a heading word in passing. `--split test` draws from
 other word lists, for a held-out check the training never saw.
 """
@@ -39,7 +40,9 @@ THINGS = {
              "the survey results", "the backup policy"],
 }  # fmt: skip
 VERBS = ["will finish", "will review", "reported on", "asked about", "will draft", "fixed"]
-STYLES = ["{h}", "{h}:", "## {h}", "{h}"]
+#: How a heading is written: as a person might, in any case and markup (`h` the heading,
+#: `H` in capitals, `l` in lower case).
+STYLES = ["{h}", "{h}:", "## {h}", "{h}", "{H}", "**{h}**", "# {h}", "{H}:", "{l}", "**{h}:**"]
 
 
 def sentence(rng: random.Random, split: str) -> str:
@@ -72,7 +75,8 @@ def summary(rng: random.Random, split: str, team: str) -> tuple[str, list[str]]:
         return f"The {team} team met. {body}", []
     style = rng.choice(STYLES)
     blocks = [
-        f"{style.format(h=h)}\n" + " ".join(sentence(rng, split) for _ in range(rng.randint(1, 2)))
+        f"{style.format(h=h, H=h.upper(), l=h.lower())}\n"
+        + " ".join(sentence(rng, split) for _ in range(rng.randint(1, 2)))
         for h in headings
     ]
     return "\n\n".join(blocks), [h for h in headings if h in WANTED]
