@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 _received: list[int] = []
+_installed: list[bool] = []  # whether the command line routed the signals here
 
 
 class Terminated(KeyboardInterrupt):
@@ -45,6 +46,15 @@ def install() -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _handle)
         signal.signal(signal.SIGTERM, _handle)
+        _installed.append(True)
+
+
+def restore() -> None:
+    """Take SIGINT and SIGTERM back after a library replaced their handlers (a local Ray's
+    core worker installs its own, which ends the process without the clean stop); nothing
+    when `install()` was never called (a library user's own handlers stay theirs)."""
+    if _installed:
+        install()
 
 
 def received() -> int | None:

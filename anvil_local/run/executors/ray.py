@@ -17,6 +17,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from anvil_local import signals
 from anvil_local.errors import AnvilError, MissingExtra, WorkerCrash
 from anvil_local.judge.model import ResolvedModel
 from anvil_local.metrics.definitions import metric_from_wire, metric_to_wire
@@ -89,29 +90,38 @@ class RayExecutor:
         ray = _import_ray()
         started_here = not ray.is_initialized()
         count = min(self.replicas, len(plan.groups))
-        if started_here:
-            if self.address is None:
-                from anvil_local.judge.native import ensure_native_ok
+        if started_here and self.address is None:
+            from anvil_local.judge.native import ensure_native_ok
 
-                for model in plan.judges:
-                    if not model.remote:
-                        settings = model.settings
-                        ensure_native_ok(
-                            Path(model.path), settings.thread_count(), settings.n_gpu_layers
-                        )
+            for model in plan.judges:
+                if not model.remote:
+                    settings = model.settings
+                    ensure_native_ok(
+                        Path(model.path), settings.thread_count(), settings.n_gpu_layers
+                    )
+        # a local Ray's agents outlive a killed run: a watch ends them (reaper.py)
+        reaper = None
+        if started_here and self.address is None:
+            from anvil_local.run.executors.reaper import Reaper
+
+            reaper = Reaper()
+        try:
+            if started_here and self.address is None:
                 ray.init(
                     num_cpus=self.cpus or max(count, os.cpu_count() or 1),
                     include_dashboard=False,
                     log_to_driver=False,
                     runtime_env=_local_runtime_env(),
                 )
-            else:
+            elif started_here:
                 ray.init(address=self.address, log_to_driver=False)
-        try:
+            signals.restore()  # Ray's core worker took SIGTERM: stop cleanly, exit 143
             self._run(ray, plan, count, deliver)
         finally:
             if started_here:
                 ray.shutdown()
+            if reaper is not None:
+                reaper.close()
 
     def _run(self, ray: Any, plan: Plan, count: int, deliver: Deliver):
         wires = [metric_to_wire(m) for m in plan.metrics]
