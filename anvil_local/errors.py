@@ -135,12 +135,19 @@ class MetricTypeError(AnvilError, TypeError):
 class MissingParamError(AnvilError, ValueError):
     """A test case lacks a field a metric needs."""
 
-    def __init__(self, metric: str, case_id: str | None, field: str) -> None:
+    def __init__(self, metric: str, case_id: str | None, field: str, empty: bool = False) -> None:
         self.metric = metric
         self.case_id = case_id
         self.field = field
         case = f"case {case_id!r}" if case_id else "the test case"
-        super().__init__(f"metric {metric!r} needs {field!r}, which {case} does not have")
+        if empty:
+            super().__init__(f"{field!r} cannot be empty for the {metric!r} metric ({case})")
+        else:
+            super().__init__(f"metric {metric!r} needs {field!r}, which {case} does not have")
+
+
+#: DeepEval's name for it (`from deepeval.errors import MissingTestCaseParamsError` ports).
+MissingTestCaseParamsError = MissingParamError
 
 
 class UnsupportedFeature(AnvilError, ValueError):

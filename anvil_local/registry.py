@@ -163,6 +163,7 @@ METRIC_KINDS: Registry[type] = Registry(
         "anvil_local.metrics.hidden_state",
         "anvil_local.metrics.conversational",
         "anvil_local.metrics.arena",
+        "anvil_local.metrics.rag",
     ),
 )
 NODE_KINDS: Registry[NodeKind] = Registry(

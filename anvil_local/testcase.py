@@ -54,6 +54,71 @@ def refuse_flags(owner: str, **flags: Any) -> None:
             raise UnsupportedFeature(f"{owner}: {name}={value!r} is not supported: {TEXT_ONLY}")
 
 
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool the system called (or should have): DeepEval's fields. Metrics that judge
+    text see it as one line naming the tool and what it was given and returned."""
+
+    name: str
+    type: str = "FUNCTION"
+    description: str | None = None
+    reasoning: str | None = None
+    output: Any = None
+    input_parameters: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise DataError("a ToolCall needs a non-empty 'name'")
+        if self.input_parameters is not None and not isinstance(self.input_parameters, dict):
+            raise DataError("a ToolCall's input_parameters must be an object")
+        kind = getattr(self.type, "value", self.type)  # DeepEval's ToolCallType enum
+        object.__setattr__(self, "type", str(kind))
+
+    def __str__(self) -> str:
+        parts = [self.name]
+        if self.input_parameters:
+            parts.append(f"with {json.dumps(self.input_parameters, sort_keys=True, default=str)}")
+        if self.output is not None:
+            parts.append(f"returned {json.dumps(self.output, sort_keys=True, default=str)}")
+        return " ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name}
+        if self.type != "FUNCTION":
+            data["type"] = self.type
+        for key in ("description", "reasoning", "output", "input_parameters"):
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
+        unknown = sorted(set(data) - {f for f in cls.__dataclass_fields__})
+        if unknown:
+            raise DataError(f"unknown ToolCall field(s): {', '.join(unknown)}")
+        return cls(**data)
+
+
+def _tool(value: Any, field_name: str) -> ToolCall | str:
+    """A tools field's item: a ToolCall, its dict (from JSON), DeepEval's own ToolCall
+    (read by its fields), or a bare name."""
+    if isinstance(value, ToolCall | str):
+        return value
+    if isinstance(value, dict):
+        return ToolCall.from_dict(value)
+    fields = getattr(type(value), "model_fields", None)
+    if fields and "name" in fields:
+        return ToolCall(**{k: getattr(value, k) for k in ToolCall.__dataclass_fields__})
+    raise DataError(f"{field_name} must hold ToolCall objects or names, got {type(value).__name__}")
+
+
+def _plain(value: Any) -> Any:
+    """JSON for a field's value (ToolCalls as their dicts)."""
+    if isinstance(value, list):
+        return [item.to_dict() if isinstance(item, ToolCall) else item for item in value]
+    return value
+
+
 class SingleTurnParams(Enum):
     """The test-case fields a metric may look at (DeepEval's names and values)."""
 
@@ -97,6 +162,9 @@ _LIST_FIELDS = {
     SingleTurnParams.TOOLS_CALLED,
     SingleTurnParams.EXPECTED_TOOLS,
 }
+
+
+_TOOL_FIELDS = {SingleTurnParams.TOOLS_CALLED, SingleTurnParams.EXPECTED_TOOLS}
 
 
 def param_title(param: SingleTurnParams) -> str:
@@ -147,8 +215,8 @@ class LLMTestCase:
     expected_output: str | None = None
     context: list[str] | None = None
     retrieval_context: list[str] | None = None
-    tools_called: list[str] | None = None
-    expected_tools: list[str] | None = None
+    tools_called: list[ToolCall | str] | None = None
+    expected_tools: list[ToolCall | str] | None = None
     id: str | None = None
     name: str | None = None
     tags: list[str] | None = None
@@ -180,6 +248,8 @@ class LLMTestCase:
                 raise DataError(
                     f"{param.value} must be a list of strings, got {type(value).__name__}"
                 )
+            if param in _TOOL_FIELDS and isinstance(getattr(self, param.value), list):
+                setattr(self, param.value, [_tool(v, param.value) for v in value])
         for param in set(SingleTurnParams) - _LIST_FIELDS:
             value = getattr(self, param.value)
             if value is not None and not isinstance(value, str):
@@ -218,15 +288,15 @@ class LLMTestCase:
 
     def shared_fields(self) -> list[str | list[str] | None]:
         """The fields many cases share (the scheduler groups cases by them)."""
-        return [self.get(p) for p in SHARED_PARAMS]
+        return [_plain(self.get(p)) for p in SHARED_PARAMS]
 
     def own_fields(self) -> list[str | list[str] | None]:
         """The fields that follow the shared ones in prompts, in prompt order."""
-        return [self.get(p) for p in PROMPT_ORDER if p not in SHARED_PARAMS]
+        return [_plain(self.get(p)) for p in PROMPT_ORDER if p not in SHARED_PARAMS]
 
     def content_key(self) -> str:
         """sha256 of the judged content (not id/name/tags): the case part of a cache key."""
-        payload = {p.value: self.get(p) for p in SingleTurnParams}
+        payload = {p.value: _plain(self.get(p)) for p in SingleTurnParams}
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
         return hashlib.sha256(blob).hexdigest()
 
@@ -235,7 +305,7 @@ class LLMTestCase:
         for name in CASE_FIELDS:
             value = getattr(self, name)
             if value is not None:
-                out[name] = value
+                out[name] = _plain(value)
         return out
 
     @classmethod

@@ -178,3 +178,47 @@ class FakeJudge:
 
     def kinds(self) -> list[str]:
         return [kind for kind, _, _ in self.calls]
+
+
+LABEL = {"Yes": "yes", "No": "no", "Unclear": "idk"}
+
+
+class VerdictJudge(FakeJudge):
+    """A judge of the decomposed metrics' verdicts (yes / no / idk): each question is
+    answered by the first scripted key found in its question (the item is asked there) or,
+    failing that, its blocks; or by `order`, in turn. The verdict gets 0.8, the other
+    answers share the rest; an unscripted question answers yes."""
+
+    def __init__(
+        self,
+        answers: dict[str, str] | None = None,
+        texts: dict[str, str] | None = None,
+        order: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(texts=texts)
+        self.answers = answers or {}
+        self.order = list(order or [])  # verdicts given in turn, cycling, before `answers`
+        self.asked = 0
+
+    def choose(self, prompt: Prompt, options: Sequence[str]) -> ChoiceResult:
+        self.calls.append(("choose", prompt, tuple(options)))
+        wanted = "yes"
+        if self.order:
+            wanted = self.order[self.asked % len(self.order)]
+        self.asked += 1
+        places = () if self.order else (prompt.question, "".join(prompt.blocks[1:]))
+        for where in places:
+            hit = next((v for k, v in self.answers.items() if k in where), None)
+            if hit is not None:
+                wanted = hit
+                break
+        values = [LABEL[o] for o in options]
+        assert wanted in values, (wanted, options)
+        rest = 0.2 / (len(options) - 1)
+        probs = tuple(0.8 if v == wanted else rest for v in values)
+        return ChoiceResult(tuple(options), probs, values.index(wanted), Usage(10, 5, 5, 1), 0.0)
+
+    def generate(self, prompt: Prompt, max_tokens: int, schema=None, regex=None):
+        self.calls.append(("generate", prompt, schema))
+        text = self._lookup(self.texts, prompt.question, "[]")
+        return GenerationResult(text, len(text), True, Usage(10, 5, 5, 1), 0.0)

@@ -58,6 +58,25 @@ PORTED = [
     ("deepeval.metrics", "ArenaGEval"),
     ("deepeval.metrics", "DAGMetric"),
     ("deepeval.metrics", "ConversationalDAGMetric"),
+    ("deepeval.metrics", "AnswerRelevancyMetric"),
+    ("deepeval.metrics", "FaithfulnessMetric"),
+    ("deepeval.metrics", "ContextualPrecisionMetric"),
+    ("deepeval.metrics", "ContextualRecallMetric"),
+    ("deepeval.metrics", "ContextualRelevancyMetric"),
+    ("deepeval.metrics", "HallucinationMetric"),
+    ("deepeval.metrics", "SummarizationMetric"),
+    ("deepeval.metrics", "PromptAlignmentMetric"),
+    ("deepeval.metrics", "BiasMetric"),
+    ("deepeval.metrics", "ToxicityMetric"),
+    ("deepeval.metrics", "JsonCorrectnessMetric"),
+    ("deepeval.metrics", "ExactMatchMetric"),
+    ("deepeval.metrics", "PatternMatchMetric"),
+    ("deepeval.metrics", "TurnFaithfulnessMetric"),
+    ("deepeval.metrics", "TurnRelevancyMetric"),
+    ("deepeval.metrics", "TurnContextualPrecisionMetric"),
+    ("deepeval.metrics", "TurnContextualRecallMetric"),
+    ("deepeval.metrics", "TurnContextualRelevancyMetric"),
+    ("deepeval.test_case", "ToolCall"),
     ("deepeval.metrics.dag", "TaskNode"),
     ("deepeval.metrics.dag", "BinaryJudgementNode"),
     ("deepeval.metrics.dag", "NonBinaryJudgementNode"),
@@ -382,7 +401,9 @@ def _without_imports(path: Path) -> str:
     return ast.dump(tree)
 
 
-@pytest.mark.parametrize("name", ["geval_custom_template", "dag", "conversational_geval"])
+@pytest.mark.parametrize(
+    "name", ["geval_custom_template", "dag", "conversational_geval", "test_rag"]
+)
 def test_the_documented_examples_port_by_their_imports_alone(name):
     """examples/porting/NAME.py is examples/porting/deepeval/NAME.py with only its imports
     changed (the real-model test runs the ports)."""

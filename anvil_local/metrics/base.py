@@ -207,5 +207,24 @@ class BaseMetric(ABC):
             seconds=time.perf_counter() - start,
         )
 
-    def is_successful(self) -> bool:
-        return bool(self.success)
+    #: DeepEval's lower-is-better metrics (Hallucination, Bias, Toxicity) pass at or below
+    #: their threshold.
+    lower_is_better: ClassVar[bool] = False
+
+    def is_successful(self) -> bool | None:
+        """DeepEval's rule: False after an error, None without a threshold, else the score
+        against the threshold (a score that cannot be compared fails)."""
+        if getattr(self, "threshold", None) is None:
+            self.success = None
+            return None
+        if self.error is not None:
+            self.success = False
+            return False
+        try:
+            if self.lower_is_better:
+                self.success = bool(self.score <= self.threshold)  # type: ignore[operator]
+            else:
+                self.success = bool(self.score >= self.threshold)  # type: ignore[operator]
+        except TypeError:
+            self.success = False
+        return self.success

@@ -90,6 +90,39 @@ def _likelihood(trace: Mapping[str, Any]) -> str:
     return token_html(trace) + f'<p class="muted">{esc("; ".join(facts))}</p>'
 
 
+def _verdicts(trace: Mapping[str, Any]) -> str:
+    """A decomposed metric: each step's items, one row each, with its verdict and a bar per
+    allowed answer; then the score's formula and the expected score."""
+    facts = [f"score = {trace.get('formula', '')}"]
+    if trace.get("expected_score") is not None:
+        facts.append(f"expected score {float(trace['expected_score']):.3f}")
+    for key, value in (trace.get("breakdown") or {}).items():
+        facts.append(f"{key} {float(value):.3f}")
+    parts = [f'<p class="muted">{esc("; ".join(facts))}</p>']
+    for step, verdicts in (trace.get("steps") or {}).items():
+        rows = []
+        for v in verdicts:
+            probs = v.get("probabilities") or {}
+            bars = " ".join(
+                f'<span class="pbar" style="width:{4 * float(p):.2f}em" title="{esc(k)}"></span>'
+                f" {esc(k)} {float(p):.0%}"
+                for k, p in probs.items()
+            )
+            group = "" if v.get("group") is None else f"[{int(v['group'])}] "
+            rows.append(
+                f"<tr><td>{esc(group + str(v.get('item', '')))}</td>"
+                f'<td class="verdict-{esc(str(v.get("verdict")))}"><b>{esc(str(v.get("verdict")))}'
+                f"</b></td><td>{bars}</td></tr>"
+            )
+        parts.append(
+            f'<table class="verdicts"><caption>{esc(step)}</caption>'
+            "<tr><th>item</th><th>verdict</th><th>probabilities</th></tr>"
+            + "".join(rows)
+            + "</table>"
+        )
+    return "".join(parts)
+
+
 def trace_html(trace: Mapping[str, Any], definition: Mapping[str, Any] | None) -> str:
     """The picture for a trace; empty for kinds without one (the raw trace still shows)."""
     kind = trace.get("type")
@@ -99,6 +132,8 @@ def trace_html(trace: Mapping[str, Any], definition: Mapping[str, Any] | None) -
         return _geval(trace)
     if kind == "likelihood":
         return _likelihood(trace)
+    if kind == "verdicts":
+        return _verdicts(trace)
     return ""
 
 
