@@ -16,6 +16,7 @@ from typing import Any
 
 from anvil_local.errors import MetricDefinitionError
 from anvil_local.judge.prompt import HEADER, Prompt
+from anvil_local.judge.results import Usage
 from anvil_local.judge.session import JudgeSession
 from anvil_local.metrics.rag.base import DecomposedMetric, Found, fraction
 from anvil_local.metrics.rag.segment import limited, sentences
@@ -84,8 +85,6 @@ class ClaimsAgainstContext:
         chunks: list[str],
         session: JudgeSession,
     ) -> Found:
-        from anvil_local.judge.results import Usage
-
         usage = Usage()
         extracted: dict[str, list[str]] = {}
         if self.extraction == "model":
