@@ -1,7 +1,7 @@
 """Issue: metrics judged on `anvil serve` (a remote judge over loopback) against the same
 metrics judged in this process, on the README's main job (the headings DAGs over the
-example meeting summaries) and on the four SummEval G-Eval files; and one server against
-two on this host.
+example meeting summaries), on the four SummEval G-Eval files and on the four as a panel; and
+one server against two on this host.
 
 In-process and one server run with 2 threads each, in alternating rounds (the server idles
 while this process judges, and the other way round); the two servers run with 1 thread each,
@@ -53,8 +53,9 @@ def start(model: str, threads: int) -> tuple[subprocess.Popen, str]:
     return proc, found.group(1)
 
 
-def run(cases: list, metrics: list, model: str) -> tuple[float, float]:
-    """(seconds, tokens evaluated) per case for one pass, nothing cached."""
+def run(cases: list, metrics: list, model: str) -> tuple[float, float, float]:
+    """(seconds, tokens evaluated, calls) per case for one pass, nothing cached: calls are
+    questions in-process, requests over a server."""
     start_time = time.perf_counter()
     settings = None if model.startswith("http") else JudgeSettings(threads=2)
     outcome = evaluate(cases, metrics, model=model, settings=settings, use_cache=False,
@@ -63,7 +64,8 @@ def run(cases: list, metrics: list, model: str) -> tuple[float, float]:
     errors = [line.result.error for line in outcome.lines if line.result.error]
     if errors:
         raise SystemExit(f"a pair failed: {errors[0]}")
-    return seconds / len(cases), outcome.usage.evaluated_tokens / len(cases)
+    usage = outcome.usage
+    return seconds / len(cases), usage.evaluated_tokens / len(cases), usage.calls / len(cases)
 
 
 def main() -> None:
@@ -82,6 +84,11 @@ def main() -> None:
             summeval_cases(args.data, articles=args.articles, per_article=8),
             [m for n in GEVAL_NAMES for m in load_metrics(GEVAL_DIR / f"{n}.toml")],
         ),
+        (
+            "the four as a G-Eval panel",
+            summeval_cases(args.data, articles=args.articles, per_article=8),
+            load_metrics(GEVAL_DIR / "summeval_panel.toml"),
+        ),
     ]
     rows = []
     proc, url = start(args.model, 2)
@@ -94,12 +101,12 @@ def main() -> None:
             for _ in range(args.rounds):
                 local.append(run(cases, metrics, args.model))
                 remote.append(run(cases, metrics, remote_spec))
-            ls = statistics.median(s for s, _ in local)
-            rs = statistics.median(s for s, _ in remote)
-            lt = statistics.median(t for _, t in local)
-            rt = statistics.median(t for _, t in remote)
-            rows.append([name, len(cases), "in-process, 2 threads", ls, lt, 1.0])
-            rows.append([name, len(cases), "anvil serve, 1 server x 2 threads", rs, rt, rs / ls])
+            ls, lt, lc = (statistics.median(x) for x in zip(*local, strict=True))
+            rs, rt, rc = (statistics.median(x) for x in zip(*remote, strict=True))
+            rows.append([name, len(cases), "in-process, 2 threads", ls, lt, lc, 1.0])
+            rows.append(
+                [name, len(cases), "anvil serve, 1 server x 2 threads", rs, rt, rc, rs / ls]
+            )
             print(rows[-2], rows[-1], flush=True)
     finally:
         proc.terminate()
@@ -111,11 +118,10 @@ def main() -> None:
         for name, cases, metrics in workloads:
             one = run(cases, metrics, single)
             two = run(cases, metrics, spec)
+            rows.append([name, len(cases), "anvil serve, 1 server x 1 thread", *one, None])
             rows.append(
-                [name, len(cases), "anvil serve, 1 server x 1 thread", one[0], one[1], None]
+                [name, len(cases), "anvil serve, 2 servers x 1 thread", *two, two[0] / one[0]]
             )
-            rows.append([name, len(cases), "anvil serve, 2 servers x 1 thread", two[0], two[1],
-                         two[0] / one[0]])  # fmt: skip
             print(rows[-2], rows[-1], flush=True)
     finally:
         for proc, _ in servers:
@@ -125,12 +131,15 @@ def main() -> None:
         args,
         "remote",
         "A remote judge (anvil serve on loopback) against in-process, and one server against two",
-        ["workload", "cases", "judge", "s/case", "tokens/case", "x baseline"],
+        ["workload", "cases", "judge", "s/case", "tokens/case", "calls/case", "x baseline"],
         rows,
-        formats={"s/case": ".3f", "tokens/case": ".0f", "x baseline": ".3f"},
+        formats={"s/case": ".3f", "tokens/case": ".0f", "calls/case": ".2f", "x baseline": ".3f"},
         notes=[
             "x baseline: against in-process for the 2-thread rows (target <= 1.2x), against "
             "one 1-thread server for the two-server row",
+            "calls/case: questions asked in-process, requests sent over a server (a case's "
+            "questions of one step share a request: the panel's four scores, not the four "
+            "files', which go metric by metric)",
             "the same host runs the client and the servers: two servers share its 2 cores",
         ],
         models=[args.model],

@@ -2,8 +2,9 @@
 sent SIGTERM, SIGINT or SIGKILL mid-run leave no process behind within 3 s (the workers and
 multiprocessing's resource tracker included, found by an environment variable every process
 of the run inherits), exit 143 / 130 / killed, and a re-run resumes with every pair exactly
-once. On the real default model, with short pairs (the headings DAG) so a pair in flight
-finishes inside the grace period."""
+once. `anvil eval --executor ray --jobs 2` too, its local Ray's processes (ended by the run's
+watch, reaper.py) included. On the real default model, with short pairs (the headings DAG) so
+a pair in flight finishes inside the grace period."""
 
 from __future__ import annotations
 
@@ -32,6 +33,10 @@ VARIANTS = [
 ]
 CASES = 24
 MARKER = "ANVIL_TEST_RUN"
+#: Where 3 s is not the bound: a local Ray stopped by SIGTERM first shuts itself down
+#: cleanly (`ray.shutdown()`, 1.6 s of the 2.7 s measured on a 2-core VM), which a slower
+#: host can stretch past 3 s. Killed, it has the 3 s of the rest.
+BOUND = {("eval-ray", signal.SIGTERM): 6.0}
 
 
 @pytest.fixture
@@ -66,6 +71,23 @@ def run_processes(marker: str) -> list[int]:
         if f"{MARKER}={marker}".encode() in environ.split(b"\0") and state != "Z":
             found.append(int(entry.name))
     return found
+
+
+def describe(pids: list[int]) -> list[str]:
+    """Each process as `pid state cmdline`, and whether it carries the run's own mark (what
+    the run's watch ends), for a failure to name what was left."""
+    out = []
+    for pid in pids:
+        try:
+            entry = Path(f"/proc/{pid}")
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            mark = b"ANVIL_RUN_MARK=" in (entry / "environ").read_bytes()
+        except OSError:
+            out.append(f"{pid} (gone)")
+            continue
+        out.append(f"{pid} {state} {'marked' if mark else 'unmarked'} {cmd[:120]}")
+    return out
 
 
 def complete_lines(path: Path) -> int:
@@ -128,8 +150,9 @@ def test_a_signal_mid_run_leaves_no_process_and_a_resume_completes(
     assert len(workers) >= 2, "the run should have its workers (and resource tracker) by now"
     sent = time.monotonic()
     os.kill(proc.pid, sig)  # the parent only, as `timeout` and `kill PID` do
+    limit = BOUND.get((kind, sig), 3.0)
     left = run_processes(marker)
-    while left and time.monotonic() - sent < 3:
+    while left and time.monotonic() - sent < limit:
         time.sleep(0.05)
         left = run_processes(marker)
     waited = time.monotonic() - sent
@@ -138,7 +161,9 @@ def test_a_signal_mid_run_leaves_no_process_and_a_resume_completes(
         f"\n| {kind} --jobs 2 | {sig.name} | {len(left)} left after {waited:.1f} s | exit {proc.returncode} |",
         end="",
     )
-    assert left == [], f"processes of the run still alive 3 s after {sig.name}: {left}"
+    assert left == [], (
+        f"processes of the run still alive {limit:g} s after {sig.name}: {describe(left)}"
+    )
     assert proc.returncode == {signal.SIGTERM: 143, signal.SIGINT: 130, signal.SIGKILL: -9}[sig], (
         stderr
     )

@@ -1,7 +1,8 @@
 """Metrics judged on `anvil serve` (started as subprocesses on loopback ports) against the
 same metrics judged in this process on the same file: equal to within 1e-6 (exactly, on
 this build) on the README's headings DAGs, the four SummEval G-Eval files and a
-conversational DAG; a run over two servers that lose one mid-run, then both, losing and
+conversational DAG, a G-Eval panel and answer relevancy, where a case's questions of one step
+go in one request (one request a case); a run over two servers that lose one mid-run, then both, losing and
 doubling nothing; each failure as one line; the Python API with `assert_test`."""
 
 from __future__ import annotations
@@ -55,13 +56,30 @@ EQUALITY = [
     ),
     ("four SummEval G-Eval files", GEVAL, MODEL, SUMMEVAL, 4),
     (
+        "the four as a G-Eval panel",
+        [ROOT / "examples" / "geval" / "summeval_panel.toml"],
+        MODEL,
+        SUMMEVAL,
+        4,
+    ),
+    (
         "conversational DAG",
         [ROOT / "examples" / "conversations" / "support_dag.toml"],
         MODEL,
         ROOT / "examples" / "conversations" / "support.jsonl",
         None,
     ),
+    (
+        "answer relevancy (a verdict a sentence)",
+        [ROOT / "examples" / "rag" / "answer_relevancy.toml"],
+        MODEL,
+        ROOT / "examples" / "rag" / "shoes.jsonl",
+        None,
+    ),
 ]
+
+#: Where every question of a case is asked at one step: one request a case.
+BATCHED = {"the four as a G-Eval panel", "answer relevancy (a verdict a sentence)"}
 
 
 @pytest.fixture(scope="module")
@@ -106,20 +124,33 @@ def readings(outcome) -> dict[tuple[str, str], list[float]]:
 
 def test_a_metric_judged_remotely_equals_in_process(server: Server, key, real_data_dir):
     table = [
-        "| metric | cases | pairs | numbers compared | max abs difference |",
-        "|---|---|---|---|---|",
+        "| metric | cases | pairs | numbers compared | max abs difference | questions | requests |",
+        "|---|---|---|---|---|---|---|",
     ]
     for what, files, model, data, limit in EQUALITY:
         metrics = [m for f in files for m in load_metrics(f)]
         rows = read_cases(data)[:limit]
-        here = evaluate(rows, metrics, model=model, use_cache=False)
-        there = evaluate(rows, metrics, model=f"{server.url}#{model}", use_cache=False)
+        # no reasons: each is text of its own request, and the counts below are of questions
+        here = evaluate(rows, metrics, model=model, use_cache=False, include_reason=False)
+        there = evaluate(
+            rows, metrics, model=f"{server.url}#{model}", use_cache=False, include_reason=False
+        )
         local, remote = readings(here), readings(there)
         assert local.keys() == remote.keys()
         compared = [(a, b) for k in local for a, b in zip(local[k], remote[k], strict=True)]
         worst = max(abs(a - b) for a, b in compared)
-        table.append(f"| {what} | {len(rows)} | {len(local)} | {len(compared)} | {worst:.1e} |")
+        # in-process one call a question; remote one a request, a case's questions of one
+        # step together (judge/rounds.py)
+        questions, requests = here.usage.calls, there.usage.calls
+        table.append(
+            f"| {what} | {len(rows)} | {len(local)} | {len(compared)} | {worst:.1e} "
+            f"| {questions} | {requests} |"
+        )
         assert worst <= 1e-6, what
+        if what in BATCHED:  # a case's questions that wait on no answer: one request
+            assert requests == len(rows), what
+        else:  # one question at a time (a DAG's walk; G-Eval files go metric by metric)
+            assert requests == questions, what
         assert {line.model for line in there.lines} == {f"{model}@{server.url}"}
         assert {line.model_sha256 for line in there.lines} == {
             line.model_sha256 for line in here.lines

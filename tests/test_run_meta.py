@@ -11,8 +11,9 @@ import pytest
 from anvil_local import GEval, LLMTestCase, SingleTurnParams, evaluate
 from anvil_local.cache import digest
 from anvil_local.errors import DataError
+from anvil_local.judge.model import ResolvedModel
 from anvil_local.run.merge import merge_results
-from anvil_local.run.meta import FORMAT, RunMeta, data_sha256, is_meta, metric_sha256
+from anvil_local.run.meta import FORMAT, RunMeta, data_sha256, is_meta, metric_sha256, run_meta
 from anvil_local.run.output import ResultWriter
 from anvil_local.run.records import ResultLine
 from anvil_local.run.results import read_results, result_items
@@ -226,3 +227,49 @@ def test_a_file_of_blank_lines_gets_its_metadata_first(tmp_path: Path):
     out.write_text("\n\n")
     evaluate(cases(1), [metric()], model=FakeJudge(scores=SCORES), out=out)
     assert is_meta(first_line(out)) and len(result_items(out)) == 1
+
+
+def judged(by: dict[str, str]) -> RunMeta:
+    """The metadata of a run judging each named metric by the judge named beside it."""
+    judges = {
+        name: ResolvedModel(judge, f"/{judge}.gguf", judge[0] * 64) for name, judge in by.items()
+    }
+    keys = [(case.id, case.content_key()) for case in cases(2)]
+    return run_meta(judges, [metric(name) for name in by], keys, count=2)
+
+
+def test_a_run_of_several_judges_resumes_with_some_of_its_metrics_or_one_more(tmp_path: Path):
+    path = tmp_path / "r.jsonl"
+    file = judged({"A": "alpha", "B": "beta"})
+    assert file.model == "several judges: alpha, beta"
+    # the same run with one of its metrics: not refused, the file's judges kept
+    subset = file.resumed_by(judged({"A": "alpha"}), path)
+    assert (subset.model, subset.model_sha256) == (file.model, file.model_sha256)
+    # one more metric on the first judge: every metric keeps its own judge
+    more = subset.resumed_by(judged({"A": "alpha", "B": "beta", "C": "alpha"}), path)
+    assert {n: i.judge["name"] for n, i in more.metrics.items()} == {
+        "A": "alpha",
+        "B": "beta",
+        "C": "alpha",
+    }
+    assert more.model == "several judges: alpha, beta" and more.model_sha256 != file.model_sha256
+    fresh = judged({"A": "alpha", "B": "beta", "C": "alpha"})  # one run of all three
+    assert (more.model, more.model_sha256) == (fresh.model, fresh.model_sha256)
+    # a metric already there, now by another judge: refused, naming it
+    with pytest.raises(DataError, match=r"another model \(beta\) for metric 'B'"):
+        more.resumed_by(judged({"B": "gamma"}), path)
+
+
+def test_a_one_judge_file_takes_a_metric_on_another_judge_and_then_names_both(tmp_path: Path):
+    path = tmp_path / "r.jsonl"
+    file = judged({"A": "alpha"})
+    assert file.model == "alpha" and file.metrics["A"].judge is None
+    both = file.resumed_by(judged({"B": "beta"}), path)
+    assert both.model == "several judges: alpha, beta"
+    assert both.metrics["A"].judge == {"name": "alpha", "sha256": "a" * 64}
+    assert both.metrics["B"].judge == {"name": "beta", "sha256": "b" * 64}
+    # its one judge resuming a metric it judged: the file unchanged but for the run
+    same = file.resumed_by(judged({"A": "alpha"}), path)
+    assert (same.model, same.metrics) == (file.model, file.metrics)
+    with pytest.raises(DataError, match=r"another model \(alpha\) for metric 'A'"):
+        file.resumed_by(judged({"A": "omega"}), path)

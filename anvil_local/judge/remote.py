@@ -27,10 +27,11 @@ import dataclasses
 import hashlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from anvil_local.errors import (
@@ -44,7 +45,7 @@ from anvil_local.errors import (
 from anvil_local.judge.model import ResolvedModel
 from anvil_local.judge.options import argmax_first, checked_options
 from anvil_local.judge.prompt import Prompt
-from anvil_local.judge.results import ChoiceResult, GenerationResult, ScoreResult, Usage
+from anvil_local.judge.results import Ask, ChoiceResult, GenerationResult, ScoreResult, Usage
 from anvil_local.judge.settings import JudgeSettings
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,8 @@ log = logging.getLogger(__name__)
 KEY_ENV = "ANVIL_JUDGE_KEY"
 YES_NO = ("Yes", "No")
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+#: Questions in one request: the least any server takes (vLLM's cap; anvil serve's default).
+MAX_QUESTIONS = 64
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,8 @@ def _message(response: Any) -> str:
 
 class RemoteJudge:
     """A judge whose primitives are answered by a decision server (see the module
-    docstring). Like a local judge, one is used by one thread at a time."""
+    docstring). The metrics of one case may ask it from several threads (`judge/rounds.py`):
+    its HTTP client is shared, its usage counted under a lock."""
 
     def __init__(
         self, spec: RemoteSpec, client: Any = None, expected: ResolvedModel | None = None
@@ -137,6 +141,7 @@ class RemoteJudge:
             base_url=spec.url, timeout=spec.timeout, headers=headers
         )
         self.usage = Usage()
+        self._counting = threading.Lock()
         self.identity: dict[str, Any] | None = None
         try:
             self.server_model = self._probe()
@@ -290,53 +295,112 @@ class RemoteJudge:
                     "restart the run, or serve the same model and build"
                 )
         usage = _usage(data, response.headers)
-        self.usage = self.usage + usage
+        with self._counting:
+            self.usage = self.usage + usage
         log.debug("%s %s in %.3f s", self.spec.url, path, time.perf_counter() - start)
         return data, usage
 
     # -- primitives --------------------------------------------------------------------------
 
     def choose(self, prompt: Prompt, options: Sequence[str]) -> ChoiceResult:
-        start = time.perf_counter()
-        labels, stripped = checked_options(options)
-        if self.verbatim:
-            probs, usage = self._choice_verbatim(prompt, labels)
-        elif stripped == list(YES_NO):
-            data, usage = self._post(
-                "/v1/systemone",
-                self._native(prompt, {"type": "noul", "instructions": prompt.question}),
-            )
-            p = float(_answer(data)["noul"])
-            probs = [p, 1.0 - p]
-        else:
-            question = {
-                "type": "choice",
-                "instructions": prompt.question,
-                "criteria": dict.fromkeys(stripped),
-            }
-            data, usage = self._post("/v1/systemone", self._native(prompt, question))
-            table = _answer(data)["probabilities"]
-            probs = [float(table[s]) for s in stripped]
-        return ChoiceResult(
-            labels, tuple(probs), argmax_first(probs), usage, time.perf_counter() - start
-        )
+        return cast(ChoiceResult, self.decide([Ask(prompt, tuple(options))])[0])
 
     def score(self, prompt: Prompt, lo: int, hi: int) -> ScoreResult:
         """The distribution over lo..hi: over anvil serve exactly as in-process (a choice
         over the values' digits); elsewhere a score question over the values as levels, or an
         ordered choice past the server's level limit."""
-        if lo > hi:
-            raise ValueError(f"empty score range {lo}..{hi}")
+        return cast(ScoreResult, self.decide([Ask(prompt, scale=(lo, hi))])[0])
+
+    def decide(self, asks: Sequence[Ask]) -> list[ChoiceResult | ScoreResult]:
+        """Answer several questions with as few requests as the API allows: over anvil serve
+        all of them in one request (each with its verbatim prompt); elsewhere one request
+        per distinct state (a prompt's blocks), its questions together, so the server reads
+        each state once. At most `MAX_QUESTIONS` a request. Results come back in the order
+        asked; a request's usage is counted on its first question's result."""
+        for ask in asks:
+            if ask.scale is not None and ask.scale[0] > ask.scale[1]:
+                raise ValueError(f"empty score range {ask.scale[0]}..{ask.scale[1]}")
+        batches: dict[str, list[int]] = {}
+        for i, ask in enumerate(asks):
+            state = "" if self.verbatim else "".join(ask.prompt.blocks)
+            batches.setdefault(state, []).append(i)
+        results: list[ChoiceResult | ScoreResult | None] = [None] * len(asks)
+        for state, indices in batches.items():
+            for at in range(0, len(indices), MAX_QUESTIONS):
+                chunk = indices[at : at + MAX_QUESTIONS]
+                answered = self._send(state, [asks[i] for i in chunk])
+                for i, result in zip(chunk, answered, strict=True):
+                    results[i] = result
+        return [r for r in results if r is not None]
+
+    def _send(self, state: str, asks: list[Ask]) -> list[ChoiceResult | ScoreResult]:
+        """One request for `asks` (sharing `state`), its answers read into results."""
         start = time.perf_counter()
-        values = [str(v) for v in range(lo, hi + 1)]
-        if self.verbatim or len(values) > self.spec.max_levels:
-            result = self.choose(prompt, values)
-            return ScoreResult(lo, hi, result.probabilities, result.usage, result.seconds)
-        question = {"type": "score", "instructions": prompt.question, "criteria": values}
-        data, usage = self._post("/v1/systemone", self._native(prompt, question))
-        table = _answer(data)["probabilities"]
-        probs = tuple(float(table[str(i)]) for i in range(len(values)))
-        return ScoreResult(lo, hi, probs, usage, time.perf_counter() - start)
+        ids = ["q"] if len(asks) == 1 else [f"q{n}" for n in range(1, len(asks) + 1)]
+        questions: dict[str, dict[str, Any]] = {}
+        readers = []
+        for qid, ask in zip(ids, asks, strict=True):
+            question, read = self._question(ask)
+            questions[qid] = question
+            readers.append(read)
+        body: dict[str, Any] = {"model": self.server_model, "state": state, "questions": questions}
+        if self.verbatim:
+            body["anvil"] = {
+                "prompts": {
+                    qid: {"blocks": list(ask.prompt.blocks), "question": ask.prompt.question}
+                    for qid, ask in zip(ids, asks, strict=True)
+                }
+            }
+        data, usage = self._post("/v1/systemone", body)
+        seconds = time.perf_counter() - start
+        out = []
+        for n, (qid, read) in enumerate(zip(ids, readers, strict=True)):
+            out.append(read(_answer(data, qid), usage if n == 0 else Usage(), seconds))
+        return out
+
+    def _question(self, ask: Ask) -> tuple[dict[str, Any], Any]:
+        """The wire question for `ask` and how to read its answer into a result."""
+        question = ask.prompt.question
+        if ask.scale is not None:
+            lo, hi = ask.scale
+            values = [str(v) for v in range(lo, hi + 1)]
+            if self.verbatim or len(values) > self.spec.max_levels:
+                wire, read = self._question(Ask(ask.prompt, tuple(values)))
+
+                def as_score(answer: dict[str, Any], usage: Usage, seconds: float) -> ScoreResult:
+                    picked = read(answer, usage, seconds)
+                    return ScoreResult(lo, hi, picked.probabilities, usage, seconds)
+
+                return wire, as_score
+
+            def score(answer: dict[str, Any], usage: Usage, seconds: float) -> ScoreResult:
+                table = answer["probabilities"]
+                probs = tuple(float(table[str(i)]) for i in range(len(values)))
+                return ScoreResult(lo, hi, probs, usage, seconds)
+
+            return {"type": "score", "instructions": question, "criteria": values}, score
+        labels, stripped = checked_options(ask.options)
+        if not self.verbatim and stripped == list(YES_NO):
+            wire: dict[str, Any] = {"type": "noul", "instructions": question}
+
+            def probs_of(answer: dict[str, Any]) -> list[float]:
+                p = float(answer["noul"])
+                return [p, 1.0 - p]
+        else:  # over anvil serve the labels as the prompt has them; elsewhere stripped
+            names = labels if self.verbatim else tuple(stripped)
+            wire = {"type": "choice", "criteria": dict.fromkeys(names)}
+            if not self.verbatim:
+                wire["instructions"] = question
+
+            def probs_of(answer: dict[str, Any]) -> list[float]:
+                table = answer["probabilities"]
+                return [float(table[name]) for name in names]
+
+        def choice(answer: dict[str, Any], usage: Usage, seconds: float) -> ChoiceResult:
+            probs = probs_of(answer)
+            return ChoiceResult(labels, tuple(probs), argmax_first(probs), usage, seconds)
+
+        return wire, choice
 
     def generate(
         self,
@@ -409,37 +473,13 @@ class RemoteJudge:
     def close(self) -> None:
         self._http.close()
 
-    # -- request bodies ----------------------------------------------------------------------
 
-    def _choice_verbatim(
-        self, prompt: Prompt, labels: tuple[str, ...]
-    ) -> tuple[list[float], Usage]:
-        body = {
-            "model": self.server_model,
-            "state": "",
-            "questions": {"q": {"type": "choice", "criteria": dict.fromkeys(labels)}},
-            "anvil": {
-                "prompts": {"q": {"blocks": list(prompt.blocks), "question": prompt.question}}
-            },
-        }
-        data, usage = self._post("/v1/systemone", body)
-        table = _answer(data)["probabilities"]
-        return [float(table[label]) for label in labels], usage
-
-    def _native(self, prompt: Prompt, question: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "model": self.server_model,
-            "state": "".join(prompt.blocks),
-            "questions": {"q": question},
-        }
-
-
-def _answer(data: dict[str, Any]) -> dict[str, Any]:
+def _answer(data: dict[str, Any], qid: str) -> dict[str, Any]:
     try:
-        return data["answers"]["q"]
+        return data["answers"][qid]
     except (KeyError, TypeError):
         raise RemoteJudgeError(
-            f"a decision server answered without answer 'q': {_short(data)}"
+            f"a decision server answered without answer {qid!r}: {_short(data)}"
         ) from None
 
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from anvil_local.judge.prompt import Prompt
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,16 @@ class ScoreResult:
 
     def distribution(self) -> dict[int, float]:
         return {self.lo + i: p for i, p in enumerate(self.probabilities)}
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One decision question of a batch (`decide`): a choice over `options`, or, with
+    `scale` (lo, hi), a score over lo..hi."""
+
+    prompt: Prompt
+    options: tuple[str, ...] = ()
+    scale: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from anvil_local.judge.model import ResolvedModel
 from anvil_local.judge.pool import JudgePool, process_pool
 from anvil_local.judge.prompt import Prompt
 from anvil_local.judge.results import (
+    Ask,
     ChoiceResult,
     GenerationResult,
     HiddenStateResult,
@@ -49,6 +50,9 @@ class JudgeSession:
             raise ValueError("a session needs a judge or a model to load")
         self._judge = judge
         self._pool = pool
+        #: While a case's metrics run side by side (`judge/rounds.py`), what answers their
+        #: decisions.
+        self.rounds: Any = None
         self.model: ResolvedModel = model if model is not None else judge.model
         self.steps_store = steps
         self._steps: dict[str, list[str]] = {}
@@ -67,10 +71,31 @@ class JudgeSession:
         return self._judge
 
     def choose(self, prompt: Prompt, options: Sequence[str]) -> ChoiceResult:
+        if self.rounds is not None:
+            return self.rounds.ask([Ask(prompt, tuple(options))])[0]  # type: ignore[return-value]
         return self.judge.choose(prompt, options)
 
     def score(self, prompt: Prompt, lo: int, hi: int) -> ScoreResult:
+        if self.rounds is not None:
+            return self.rounds.ask([Ask(prompt, scale=(lo, hi))])[0]  # type: ignore[return-value]
         return self.judge.score(prompt, lo, hi)
+
+    def decide(self, asks: Sequence[Ask]) -> list[ChoiceResult | ScoreResult]:
+        """Several questions that do not depend on each other's answers (a metric's verdicts
+        on the items of one case): a remote judge sends them together (`RemoteJudge.decide`),
+        a local one answers them in order."""
+        if self.rounds is not None:
+            return self.rounds.ask(asks)
+        judge = self.judge
+        if hasattr(judge, "decide"):
+            return judge.decide(asks)
+        return [answer_one(judge, ask) for ask in asks]
+
+    @property
+    def batches(self) -> bool:
+        """Whether the judge answers a batch in fewer requests than its questions (a
+        decision server): then a case's metrics are judged side by side (`judge/rounds.py`)."""
+        return bool(self.model.remote)
 
     def generate(
         self,
@@ -180,3 +205,17 @@ def _again(result: LikelihoodResult) -> LikelihoodResult:
     """A reading handed out a second time: it read nothing, and its usage says so."""
     tokens = result.usage.prompt_tokens
     return replace(result, usage=Usage(tokens, tokens), seconds=0.0)
+
+
+def answer_one(judge: Any, ask: Ask) -> ChoiceResult | ScoreResult:
+    """One question of a batch on a judge (or session) that answers one at a time."""
+    if ask.scale is None:
+        return judge.choose(ask.prompt, ask.options)
+    return judge.score(ask.prompt, *ask.scale)
+
+
+def decide(session: Any, asks: Sequence[Ask]) -> list[ChoiceResult | ScoreResult]:
+    """`session.decide(asks)` for any session; one at a time for one without it."""
+    if hasattr(session, "decide"):
+        return session.decide(asks)
+    return [answer_one(session, ask) for ask in asks]

@@ -177,18 +177,44 @@ class RunMeta:
     # -- consistency ------------------------------------------------------------------------
 
     def resumed_by(self, new: RunMeta, path: str | Path) -> RunMeta:
-        """This file's metadata once `new` (the run resuming it) has written into it: the
-        same model, no metric under a changed definition; new metrics and the run added."""
-        if new.model_sha256 != self.model_sha256:
-            raise DataError(
-                f"{path} holds results of another model ({self.model}); "
-                "use another --out or remove the file"
-            )
+        """This file's metadata once `new` (the run resuming it) has written into it: each
+        metric in both by the same judge and under the same definition; new metrics (on
+        their own judges) and the run added. Judges are compared metric by metric, so a run
+        of several judges resumed with some of its metrics, or with one more, is not refused
+        for that."""
+        before, now = self.judges(), new.judges()
+        for name in now:
+            if name in before and before[name]["sha256"] != now[name]["sha256"]:
+                raise DataError(
+                    f"{path} holds results of another model ({before[name]['name']}) for "
+                    f"metric {name!r}; use another --out or remove the file"
+                )
         metrics = _joined_metrics(
             [(str(path), self.metrics), ("this run", new.metrics)],
             "use another --out or remove the file",
         )
-        return replace(self, metrics=metrics, runs=self.runs + new.runs)
+        judges = {**before, **now}
+        distinct = list(dict.fromkeys(j["sha256"] for j in judges.values()))
+        if len(distinct) == 1:
+            return replace(self, metrics=metrics, runs=self.runs + new.runs)
+        metrics = {
+            name: info if info.judge is not None else replace(info, judge=judges[name])
+            for name, info in metrics.items()
+        }
+        names = dict.fromkeys(j["name"] for j in judges.values())
+        return RunMeta(
+            "several judges: " + ", ".join(names),
+            digest("judges", sorted([m, judges[m]["sha256"]] for m in metrics)),
+            metrics,
+            self.runs + new.runs,
+        )
+
+    def judges(self) -> dict[str, dict[str, Any]]:
+        """Each metric's judge (`name`, `sha256`): its own where recorded, else the file's."""
+        return {
+            name: info.judge or {"name": self.model, "sha256": self.model_sha256}
+            for name, info in self.metrics.items()
+        }
 
 
 def _run_from_dict(data: dict[str, Any]) -> RunInfo:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anvil_local.judge.prompt import HEADER, Prompt
-from anvil_local.judge.results import Usage
-from anvil_local.judge.session import JudgeSession
+from anvil_local.judge.results import Ask, Usage
+from anvil_local.judge.session import JudgeSession, decide
 from anvil_local.metrics.result import Trace
 
 #: A verdict's value (DeepEval's) -> the label the judge answers with.
@@ -92,28 +92,21 @@ class Asked:
     usage: Usage = field(default_factory=Usage)
 
 
-def ask(
-    session: JudgeSession, prompt: Prompt, answers: Sequence[str], item: str, group: int | None
-) -> tuple[Verdict, Usage]:
-    """One grammar-constrained verdict over `answers` (verdict values, DeepEval's words)."""
-    result = session.choose(prompt, tuple(LABELS[a] for a in answers))
-    probabilities = dict(zip(answers, (float(p) for p in result.probabilities), strict=True))
-    verdict = Verdict(answers[result.index], item, probabilities, group=group)
-    return verdict, result.usage
-
-
 def ask_all(
     session: JudgeSession,
     prompts: Sequence[tuple[str, Prompt]],
     answers: Sequence[str],
     group: int | None = None,
 ) -> Asked:
-    """A verdict for each (item, prompt), in order, sharing the prompts' blocks."""
+    """A verdict for each (item, prompt), in order, sharing the prompts' blocks: asked
+    together (one request to a decision server; in order on a local judge)."""
     asked = Asked()
-    for item, prompt in prompts:
-        verdict, usage = ask(session, prompt, answers, item, group)
-        asked.verdicts.append(verdict)
-        asked.usage = asked.usage + usage
+    labels = tuple(LABELS[a] for a in answers)
+    results = decide(session, [Ask(prompt, labels) for _, prompt in prompts])
+    for (item, _), result in zip(prompts, results, strict=True):
+        probabilities = dict(zip(answers, (float(p) for p in result.probabilities), strict=True))
+        asked.verdicts.append(Verdict(answers[result.index], item, probabilities, group=group))
+        asked.usage = asked.usage + result.usage
     return asked
 
 

@@ -6,6 +6,7 @@ import logging
 import time
 import traceback
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Protocol
 
 from anvil_local.errors import (
@@ -15,6 +16,7 @@ from anvil_local.errors import (
     ModelLoadError,
     NativeCrash,
 )
+from anvil_local.judge.rounds import run_together
 from anvil_local.metrics.base import BaseMetric
 from anvil_local.metrics.result import MetricResult
 from anvil_local.run.plan import Plan, WorkGroup
@@ -90,6 +92,8 @@ def judge_group(
         if cases:
             _prepare(metric, cases, session)
     try:
+        if getattr(session, "batches", False):
+            return _judge_side_by_side(group, metrics, session, include_reason, deliver, on_start)
         for item, index in pair_order(group, metrics):
             if on_start is not None:
                 on_start(item.row.position, index)
@@ -100,3 +104,46 @@ def judge_group(
     finally:
         if hasattr(session, "drop_prefetched"):
             session.drop_prefetched()
+
+
+def _judge_side_by_side(
+    group: WorkGroup,
+    metrics: list[BaseMetric],
+    session: Any,
+    include_reason: bool | None,
+    deliver: Deliver,
+    on_start: Callable[[int, int], None] | None,
+) -> bool:
+    """Over a decision server: each case's metrics run side by side (`judge/rounds.py`), so
+    the questions they ask at the same step travel in one request. Cases in the scheduler's
+    order; each case's results delivered in its metrics' order once all are judged.
+    Metric-major metrics (a G-Eval file alone: its definition before the case) are judged
+    first and one pair at a time, as on a local judge: their prompts share a prefix with the
+    same metric's next case, not with another metric's on this case, so a request holding a
+    case's metrics would read more (measured: 2.4x the tokens on the four SummEval files)."""
+    cases: dict[int, tuple[Any, list[int]]] = {}
+    for item, index in pair_order(group, metrics):
+        if getattr(metrics[index], "metric_major", False):
+            if on_start is not None:
+                on_start(item.row.position, index)
+            result = run_metric(metrics[index], item.row.case, session, include_reason)
+            if deliver(item.row.position, index, result):
+                return True
+            continue
+        cases.setdefault(item.row.position, (item.row.case, []))[1].append(index)
+    for position, (case, indices) in cases.items():
+        if on_start is not None:
+            for index in indices:
+                on_start(position, index)
+        tasks = [partial(run_metric, metrics[i], case, session, include_reason) for i in indices]
+        results, rounds = run_together(session, tasks)
+        log.debug(
+            "case at %d: %d metrics in %d requests (%d questions)",
+            position, len(indices), rounds.batches, rounds.questions,
+        )  # fmt: skip
+        for index, result in zip(indices, results, strict=True):
+            if isinstance(result, BaseException):
+                raise result
+            if deliver(position, index, result):
+                return True
+    return False

@@ -37,7 +37,12 @@ class JudgeActor:
         judges: list[ResolvedModel],
         metric_wires: list[dict[str, Any]],
         include_reason: Any,
+        run_pid: int | None = None,
     ) -> None:
+        if run_pid is not None:  # a local Ray: this actor ends with the run, however it ends
+            from anvil_local.run.executors.reaper import exit_with
+
+            exit_with(run_pid)
         self.judges = judges
         self.sessions: dict[int, Any] = {}
         self.metrics = [metric_from_wire(w) for w in metric_wires]
@@ -116,17 +121,19 @@ class RayExecutor:
             elif started_here:
                 ray.init(address=self.address, log_to_driver=False)
             signals.restore()  # Ray's core worker took SIGTERM: stop cleanly, exit 143
-            self._run(ray, plan, count, deliver)
+            self._run(ray, plan, count, deliver, os.getpid() if reaper is not None else None)
         finally:
             if started_here:
                 ray.shutdown()
             if reaper is not None:
                 reaper.close()
 
-    def _run(self, ray: Any, plan: Plan, count: int, deliver: Deliver):
+    def _run(self, ray: Any, plan: Plan, count: int, deliver: Deliver, run_pid: int | None):
         wires = [metric_to_wire(m) for m in plan.metrics]
         remote = ray.remote(num_cpus=1, max_restarts=0)(JudgeActor)
-        actors = [remote.remote(plan.judges, wires, plan.include_reason) for _ in range(count)]
+        actors = [
+            remote.remote(plan.judges, wires, plan.include_reason, run_pid) for _ in range(count)
+        ]
         waiting = deque(
             (judge, group_to_wire(g))
             for g, judge in zip(plan.groups, plan.group_judge, strict=True)

@@ -5,8 +5,9 @@ started by its raylet) and that outlive a main process killed with SIGKILL. The 
 process marks its environment with a run id before Ray starts, so every process Ray starts
 inherits it; this watch, started beside it, waits on a pipe from the main process. When the
 pipe closes (the run ended, or its process died, however) it ends every live process that
-carries the mark: SIGTERM, then SIGKILL after a second. Linux only (/proc); elsewhere it
-does nothing.
+carries the mark: SIGTERM, then SIGKILL after half a second. Linux only (/proc); elsewhere it
+does nothing. The actors, busy in the model's native code where SIGTERM waits, also watch
+the run's process themselves (`exit_with`), so they end at once.
 
     python -m anvil_local.run.executors.reaper RUN_ID      # stdin: the pipe
 """
@@ -15,16 +16,20 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
 
 #: The environment variable that marks a run's processes.
 RUN_MARK = "ANVIL_RUN_MARK"
-GRACE = 1.0
+#: Seconds a process has after SIGTERM before SIGKILL; seconds the watch keeps trying.
+GRACE = 0.5
+LIMIT = 30.0
 
 
 def marked(run_id: str, exclude: int) -> list[int]:
@@ -44,18 +49,46 @@ def marked(run_id: str, exclude: int) -> list[int]:
     return found
 
 
-def reap(run_id: str, exclude: int) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+def reap(run_id: str, exclude: int, grace: float = GRACE, limit: float = LIMIT) -> list[int]:
+    """End every process marked `run_id`: those alive at the first look get SIGTERM, then
+    SIGKILL (again on each look) once they have had `grace` seconds; any that appears later
+    (started meanwhile by one not yet ended: nothing of its own to save) gets SIGKILL at
+    once. Until none is left or `limit` seconds pass; returns what is still alive then."""
+    first = set(marked(run_id, exclude))
+    for pid in first:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    start = time.monotonic()
+    while True:
+        time.sleep(0.05)
         pids = marked(run_id, exclude)
+        waited = time.monotonic() - start
+        if not pids or waited >= limit:
+            return pids
         for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + GRACE
-        while pids and time.monotonic() < deadline:
-            time.sleep(0.05)
-            pids = marked(run_id, exclude)
-        if not pids:
-            return
+            if pid not in first or waited >= grace:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def exit_with(pid: int) -> None:
+    """This process ends as soon as process `pid` is gone: a local Ray's actor watching the
+    run that started it, since Ray (not the run) is its parent, so neither the parent-death
+    signal nor a parent's pipe can tell it. A pidfd (Linux 5.3+) becomes readable when the
+    process exits, whatever killed it; elsewhere this does nothing and the watch in `main`
+    alone ends the actor."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        os._exit(1)
+    except (AttributeError, OSError):
+        return
+
+    def watch() -> None:
+        select.select([fd], [], [])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="run-watch", daemon=True).start()
 
 
 class Reaper:
@@ -86,7 +119,7 @@ class Reaper:
         if self.process is not None and self.process.stdin is not None:
             self.process.stdin.close()  # the watch reaps now
             try:
-                self.process.wait(timeout=5 * GRACE)
+                self.process.wait(timeout=LIMIT)
             except subprocess.TimeoutExpired:
                 self.process.kill()
 
