@@ -37,7 +37,6 @@ class Rounds:
         self._decide = decide
         self._lock = threading.Condition()
         self._waiting: dict[int, list[Ask]] = {}
-        self._waiting_of: dict[int, list[Ask]] = {}  # the round being sent, by task
         self._answers: dict[int, list[Answer] | BaseException] = {}
         self._running = 0
         self._task = threading.local()
@@ -88,33 +87,31 @@ class Rounds:
         """With the lock held: once every running task waits, answer them all at once."""
         if not self._waiting or len(self._waiting) < self._running:
             return
-        order = sorted(self._waiting)
-        counts = [len(self._waiting[number]) for number in order]
-        asks = [ask for number in order for ask in self._waiting[number]]
-        self._waiting_of = dict(self._waiting)
+        waiting = dict(sorted(self._waiting.items()))  # by task: metric order
         self._waiting.clear()
+        asks = [ask for group in waiting.values() for ask in group]
         self.batches += 1
         self.questions += len(asks)
         try:
             answers = self._decide(asks)
         except RemoteJudgeError as exc:
-            if isinstance(exc, JudgeRefused | JudgeUnavailable) or len(order) == 1:
-                for number in order:
+            if isinstance(exc, JudgeRefused | JudgeUnavailable) or len(waiting) == 1:
+                for number in waiting:
                     self._answers[number] = exc
             else:  # one question refused (a 422): ask each metric's alone, so only its fails
-                for number in order:
+                for number, group in waiting.items():
                     try:
-                        self._answers[number] = self._decide(self._waiting_of[number])
+                        self._answers[number] = self._decide(group)
                     except RemoteJudgeError as own:
                         self._answers[number] = own
         except BaseException as exc:
-            for number in order:
+            for number in waiting:
                 self._answers[number] = exc
         else:
             at = 0
-            for number, count in zip(order, counts, strict=True):
-                self._answers[number] = answers[at : at + count]
-                at += count
+            for number, group in waiting.items():
+                self._answers[number] = answers[at : at + len(group)]
+                at += len(group)
         self._lock.notify_all()
 
 

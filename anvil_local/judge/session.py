@@ -86,10 +86,7 @@ class JudgeSession:
         a local one answers them in order."""
         if self.rounds is not None:
             return self.rounds.ask(asks)
-        judge = self.judge
-        if hasattr(judge, "decide"):
-            return judge.decide(asks)
-        return [answer_one(judge, ask) for ask in asks]
+        return decide(self.judge, asks)
 
     @property
     def batches(self) -> bool:
@@ -214,8 +211,9 @@ def answer_one(judge: Any, ask: Ask) -> ChoiceResult | ScoreResult:
     return judge.score(ask.prompt, *ask.scale)
 
 
-def decide(session: Any, asks: Sequence[Ask]) -> list[ChoiceResult | ScoreResult]:
-    """`session.decide(asks)` for any session; one at a time for one without it."""
-    if hasattr(session, "decide"):
-        return session.decide(asks)
-    return [answer_one(session, ask) for ask in asks]
+def decide(judge: Any, asks: Sequence[Ask]) -> list[ChoiceResult | ScoreResult]:
+    """`judge.decide(asks)` for any judge or session that has it; one at a time for one
+    without (a local judge, a test stand-in)."""
+    if hasattr(judge, "decide"):
+        return judge.decide(asks)
+    return [answer_one(judge, ask) for ask in asks]

@@ -136,11 +136,14 @@ def _judge_side_by_side(
             for index in indices:
                 on_start(position, index)
         tasks = [partial(run_metric, metrics[i], case, session, include_reason) for i in indices]
-        results, rounds = run_together(session, tasks)
-        log.debug(
-            "case at %d: %d metrics in %d requests (%d questions)",
-            position, len(indices), rounds.batches, rounds.questions,
-        )  # fmt: skip
+        if len(tasks) == 1:  # nothing to ask beside it: no thread
+            results: list[Any] = [tasks[0]()]
+        else:
+            results, rounds = run_together(session, tasks)
+            log.debug(
+                "case at %d: %d metrics in %d requests (%d questions)",
+                position, len(indices), rounds.batches, rounds.questions,
+            )  # fmt: skip
         for index, result in zip(indices, results, strict=True):
             if isinstance(result, BaseException):
                 raise result
